@@ -1,0 +1,211 @@
+/**
+ * Skua benchmark harness: `./dev bench [options]` (= `node bench/run.ts`).
+ * Runs direct, nginx, haproxy and skua-proxy side by side, one worker each,
+ * prints tables with ratios and the issue's acceptance checks, and writes
+ * bench/results/<scenario>-<timestamp>.json and bench/results/latest.md.
+ */
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ensurePackages, versionOf } from './lib/apt.ts';
+import { elapsedSeconds, progress, resetClock } from './lib/progress.ts';
+import { killAllSync, stopAll, systemBinary } from './lib/procs.ts';
+import {
+  checkAcceptance, checkLine, fileStamp, ratio, textTable, writeJson, writeJsonFile, writeMarkdown,
+} from './lib/report.ts';
+import { REPO_ROOT } from './lib/targets.ts';
+import { runL4 } from './scenarios/l4.ts';
+import { runL7 } from './scenarios/l7.ts';
+import { listMicroFiles, microMarkdown, microText, runMicro, type MicroResult } from './scenarios/micro.ts';
+import {
+  ALL_SCENARIOS, ALL_TARGETS, DEFAULT_SCENARIOS,
+  type Options, type Scenario, type ScenarioResult, type TargetName,
+} from './lib/types.ts';
+
+const RESULTS_DIR = path.join(REPO_ROOT, 'bench/results');
+
+const USAGE = `usage: ./dev bench [options]   (node bench/run.ts)
+  --only l7,l4,micro        scenarios to run (default: l7,l4)
+  --targets LIST            subset of direct,nginx,haproxy,skua (default: all)
+  --duration SECONDS        measured wrk time per L7 target (default 10)
+  --warmup SECONDS          unmeasured wrk time before each L7 measurement (default 2)
+  --connections N           wrk connections (default 50)
+  --threads N               wrk threads (default 1)
+  --l4-mb MB                size of the L4 stream (default 100)
+  --l4-runs N               measured L4 streams per target, median reported (default 5)
+  --strict                  exit 1 if an acceptance check fails or a target fails
+  -h, --help`;
+
+function listArg<T extends string>(name: string, raw: string, allowed: readonly T[]): T[] {
+  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const it of items) {
+    if (!(allowed as readonly string[]).includes(it)) throw new Error(`--${name}: unknown "${it}" (one of ${allowed.join(', ')})`);
+  }
+  return allowed.filter((a) => items.includes(a));
+}
+
+function numArg(name: string, raw: string, min: number): number {
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min) throw new Error(`--${name}: expected a number >= ${min}, got "${raw}"`);
+  return n;
+}
+
+function parseOptions(argv: string[]): Options | undefined {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      only: { type: 'string', default: DEFAULT_SCENARIOS.join(',') },
+      targets: { type: 'string', default: ALL_TARGETS.join(',') },
+      duration: { type: 'string', default: '10' },
+      warmup: { type: 'string', default: '2' },
+      connections: { type: 'string', default: '50' },
+      threads: { type: 'string', default: '1' },
+      'l4-mb': { type: 'string', default: '100' },
+      'l4-runs': { type: 'string', default: '5' },
+      strict: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) return undefined;
+  return {
+    only: listArg('only', values.only, ALL_SCENARIOS),
+    targets: listArg('targets', values.targets, ALL_TARGETS),
+    duration: Math.round(numArg('duration', values.duration, 1)),
+    warmup: Math.round(numArg('warmup', values.warmup, 0)),
+    connections: Math.round(numArg('connections', values.connections, 1)),
+    threads: Math.round(numArg('threads', values.threads, 1)),
+    l4Bytes: Math.round(numArg('l4-mb', values['l4-mb'], 1) * 1e6),
+    l4Runs: Math.round(numArg('l4-runs', values['l4-runs'], 1)),
+    strict: values.strict,
+  };
+}
+
+function neededPackages(opts: Options): string[] {
+  const pkgs: string[] = [];
+  const has = (t: TargetName): boolean => opts.targets.includes(t);
+  if (opts.only.includes('l7')) pkgs.push('nginx', 'wrk');
+  if (has('haproxy') && (opts.only.includes('l7') || opts.only.includes('l4'))) pkgs.push('haproxy');
+  if (has('nginx') && opts.only.includes('l4')) pkgs.push('nginx', 'libnginx-mod-stream');
+  return pkgs;
+}
+
+/** Upper bound on the whole run; the watchdog stops everything after it. */
+function budgetSeconds(opts: Options): number {
+  const n = opts.targets.length;
+  let s = 30;
+  if (opts.only.includes('l7')) s += n * (opts.warmup + opts.duration + 2 * 20 + 15);
+  if (opts.only.includes('l4')) s += n * ((opts.l4Runs + 1) * 30 + 15);
+  if (opts.only.includes('micro')) s += listMicroFiles().length * 120;
+  return s;
+}
+
+function environment(opts: Options): Record<string, string> {
+  const cpu = os.cpus();
+  const env: Record<string, string> = {
+    date: new Date().toISOString(),
+    cpu: `${cpu[0]?.model ?? 'unknown'} x ${os.availableParallelism()}`,
+    loadavg: os.loadavg().map((l) => l.toFixed(2)).join(' '),
+    node: process.version,
+  };
+  const l7 = opts.only.includes('l7');
+  const l4 = opts.only.includes('l4');
+  if (l7 || (l4 && opts.targets.includes('nginx'))) env.nginx = versionOf(systemBinary('nginx'), ['-v']);
+  if ((l7 || l4) && opts.targets.includes('haproxy')) env.haproxy = versionOf(systemBinary('haproxy'), ['-v']);
+  if (l7) env.wrk = versionOf(systemBinary('wrk'), ['-v']).replace(/ Copyright.*/, '');
+  return env;
+}
+
+let tmpDir = '';
+let cleaning: Promise<void> | undefined;
+
+function removeTmp(): void {
+  if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
+  tmpDir = '';
+}
+
+function cleanup(): Promise<void> {
+  cleaning ??= stopAll().finally(removeTmp);
+  return cleaning;
+}
+
+function installExitHandlers(budget: number): void {
+  const bail = (why: string, code: number) => {
+    process.stderr.write(`\nbench: ${why}; stopping every started process\n`);
+    void cleanup().finally(() => process.exit(code));
+  };
+  process.once('SIGINT', () => bail('interrupted', 130));
+  process.once('SIGTERM', () => bail('terminated', 143));
+  process.once('uncaughtException', (err) => bail(`error: ${err.stack ?? err.message}`, 1));
+  process.once('unhandledRejection', (err) => bail(`error: ${String(err)}`, 1));
+  process.on('exit', () => { killAllSync(); removeTmp(); });
+  setTimeout(() => bail(`run exceeded its ${budget} s budget`, 124), budget * 1000).unref();
+}
+
+function printScenario(res: ScenarioResult): void {
+  process.stdout.write(`\n== ${res.scenario}: ${res.title} ==\n${textTable(res)}\n`);
+  const skua = res.rows.find((r) => r.target === 'skua');
+  if (!skua) return;
+  const parts = (['nginx', 'haproxy'] as const).map((b) => {
+    const r = ratio(res, skua, b);
+    return `skua/${b} ${r === undefined ? '–' : r.toFixed(2)}`;
+  });
+  process.stdout.write(`ratios (${res.primary}): ${parts.join('   ')}\n`);
+}
+
+async function runScenario(s: Scenario, opts: Options): Promise<ScenarioResult | MicroResult> {
+  if (s === 'l7') return runL7(opts, tmpDir);
+  if (s === 'l4') return runL4(opts, tmpDir);
+  return runMicro();
+}
+
+async function main(): Promise<number> {
+  const opts = parseOptions(process.argv.slice(2));
+  if (!opts) { process.stdout.write(`${USAGE}\n`); return 0; }
+  if (opts.only.length === 0 || opts.targets.length === 0) throw new Error('nothing to run');
+  ensurePackages(neededPackages(opts));
+  resetClock();
+  const budget = budgetSeconds(opts);
+  installExitHandlers(budget);
+  tmpDir = mkdtempSync(path.join(os.tmpdir(), 'skua-bench-'));
+  chmodSync(tmpDir, 0o755); // nginx workers run as nobody
+  const env = environment(opts);
+  progress('bench', `scenarios ${opts.only.join(',')}; targets ${opts.targets.join(',')}; bounded to ${budget} s`);
+
+  const results: ScenarioResult[] = [];
+  const micro: MicroResult[] = [];
+  for (const s of opts.only) {
+    const res = await runScenario(s, opts);
+    if (res.scenario === 'micro') micro.push(res as MicroResult);
+    else results.push(res as ScenarioResult);
+  }
+  await cleanup();
+
+  const checks = checkAcceptance(results);
+  const files = results.map((r) => writeJson(RESULTS_DIR, r, env, checks));
+  for (const r of results) printScenario(r);
+  for (const m of micro) {
+    process.stdout.write(`\n== micro: tinybench ==\n${microText(m)}\n`);
+    files.push(writeMicroJson(m, env));
+  }
+  if (checks.length) process.stdout.write(`\nacceptance:\n${checks.map(checkLine).join('\n')}\n`);
+  files.push(writeMarkdown(RESULTS_DIR, results, env, checks, micro.flatMap(microMarkdown)));
+  process.stdout.write(`\nwrote ${files.map((f) => path.relative(REPO_ROOT, f)).join(', ')}\n`);
+  process.stdout.write(`done in ${elapsedSeconds().toFixed(1)} s (load average now ${os.loadavg()[0].toFixed(2)})\n`);
+
+  const failed = checks.some((c) => c.status === 'FAIL') || results.some((r) => r.rows.some((row) => row.error));
+  return opts.strict && failed ? 1 : 0;
+}
+
+function writeMicroJson(m: MicroResult, env: Record<string, string>): string {
+  return writeJsonFile(path.join(RESULTS_DIR, `micro-${fileStamp(new Date(m.startedAt))}.json`), { ...m, env });
+}
+
+main().then(
+  (code) => { process.exitCode = code; },
+  (err: unknown) => {
+    process.stderr.write(`bench: ${(err as Error).message}\n`);
+    void cleanup().finally(() => process.exit(1));
+  },
+);

@@ -1,0 +1,41 @@
+/**
+ * Envoy accepts proto JSON with either field spelling (snake_case or lowerCamelCase).
+ * We normalise to snake_case once at load time, but never inside map-valued fields
+ * (their keys are data: header names, extension names, metadata namespaces).
+ */
+const MAP_FIELDS = new Set([
+  'typed_extension_protocol_options',
+  'filter_metadata',
+  'typed_filter_metadata',
+  'typed_per_filter_config',
+  'static_layer',
+  'fields',
+  'labels',
+]);
+
+const CAMEL = /^[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*$/;
+
+export function toSnakeKey(key: string): string {
+  if (!CAMEL.test(key)) return key;
+  return key.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase());
+}
+
+export function normalizeKeys(value: unknown, parentKey = ''): unknown {
+  if (Array.isArray(value)) return value.map((v) => normalizeKeys(v, parentKey));
+  if (value === null || typeof value !== 'object') return value;
+  const keepKeys = MAP_FIELDS.has(parentKey) || isOpaqueStruct(parentKey, value as Record<string, unknown>);
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    const key = keepKeys ? k : toSnakeKey(k);
+    // Values of a map keep their own shape: a map's value is normalised as a message.
+    out[key] = normalizeKeys(v, keepKeys ? '' : key);
+  }
+  return out;
+}
+
+/** Struct-typed fields (node metadata, TypedStruct values) carry free-form JSON. */
+function isOpaqueStruct(parentKey: string, obj: Record<string, unknown>): boolean {
+  if (parentKey === 'metadata' && !('filter_metadata' in obj) && !('filterMetadata' in obj) &&
+      !('typed_filter_metadata' in obj) && !('typedFilterMetadata' in obj)) return true;
+  return parentKey === 'value' && typeof obj['@type'] !== 'string';
+}

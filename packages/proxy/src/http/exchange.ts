@@ -1,0 +1,141 @@
+import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
+import type { ServerHttp2Stream, IncomingHttpHeaders as H2Headers } from 'node:http2';
+import type { Readable } from 'node:stream';
+import type { ConnInfo } from '../listener/conn-info.ts';
+
+export type Headers = Record<string, string | string[] | undefined>;
+
+/** Connection-specific headers that never cross a proxy hop (RFC 9110 §7.6.1, RFC 9113 §8.2.2). */
+export const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te'];
+
+/**
+ * One downstream request/response, whichever codec carried it. The router only
+ * talks to this, so HTTP/1.1 and HTTP/2 share one forwarding path.
+ */
+export interface Exchange {
+  readonly protocol: 'HTTP/1.0' | 'HTTP/1.1' | 'HTTP/2';
+  readonly method: string;
+  readonly path: string;
+  readonly authority: string;
+  readonly scheme: string;
+  /** Request headers without pseudo-headers; the router edits them in place for the upstream. */
+  readonly headers: Headers;
+  readonly hasBody: boolean;
+  readonly body: Readable;
+  readonly conn: ConnInfo;
+  readonly headersSent: boolean;
+  respond(status: number, headers: OutgoingHttpHeaders, endStream: boolean): void;
+  /** False when the downstream is full; `onDrain` fires when it can take more. */
+  write(chunk: Buffer): boolean;
+  end(trailers?: Headers): void;
+  /** Abort the stream: RST_STREAM on HTTP/2, close the connection on HTTP/1. */
+  reset(): void;
+  /** Called on drain, and with `closed=true` if the downstream went away before the response finished. */
+  watch(onDrain: () => void, onClose: () => void): void;
+}
+
+export class H1Exchange implements Exchange {
+  readonly protocol: 'HTTP/1.0' | 'HTTP/1.1';
+  readonly method: string;
+  readonly path: string;
+  readonly authority: string;
+  readonly scheme: string;
+  readonly headers: Headers;
+  readonly hasBody: boolean;
+  readonly body: Readable;
+  readonly conn: ConnInfo;
+  private readonly res: ServerResponse;
+
+  constructor(req: IncomingMessage, res: ServerResponse, conn: ConnInfo) {
+    this.protocol = req.httpVersionMinor === 0 ? 'HTTP/1.0' : 'HTTP/1.1';
+    this.method = req.method ?? 'GET';
+    this.path = req.url ?? '/';
+    this.headers = req.headers;
+    this.authority = req.headers.host ?? '';
+    this.scheme = conn.tls ? 'https' : 'http';
+    this.hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+    this.body = req;
+    this.conn = conn;
+    this.res = res;
+  }
+
+  get headersSent(): boolean { return this.res.headersSent; }
+
+  respond(status: number, headers: OutgoingHttpHeaders, endStream: boolean): void {
+    this.res.writeHead(status, headers);
+    if (endStream) this.res.end();
+  }
+
+  write(chunk: Buffer): boolean { return this.res.write(chunk); }
+
+  end(trailers?: Headers): void {
+    if (trailers && this.res.chunkedEncoding) this.res.addTrailers(trailers as OutgoingHttpHeaders);
+    this.res.end();
+  }
+
+  reset(): void { this.res.destroy(); }
+
+  watch(onDrain: () => void, onClose: () => void): void {
+    const res = this.res;
+    res.on('drain', onDrain);
+    res.on('close', () => { if (!res.writableFinished) onClose(); });
+  }
+}
+
+export class H2Exchange implements Exchange {
+  readonly protocol = 'HTTP/2' as const;
+  readonly method: string;
+  readonly path: string;
+  readonly authority: string;
+  readonly scheme: string;
+  readonly headers: Headers;
+  readonly hasBody: boolean;
+  readonly body: Readable;
+  readonly conn: ConnInfo;
+  private readonly stream: ServerHttp2Stream;
+  private trailers: Headers | undefined;
+
+  constructor(stream: ServerHttp2Stream, raw: H2Headers, endStream: boolean, conn: ConnInfo) {
+    this.stream = stream;
+    this.method = (raw[':method'] as string) ?? 'GET';
+    this.path = (raw[':path'] as string) ?? '/';
+    this.authority = (raw[':authority'] as string) ?? (raw.host as string) ?? '';
+    this.scheme = (raw[':scheme'] as string) ?? (conn.tls ? 'https' : 'http');
+    const headers: Headers = {};
+    for (const k in raw) if (k.charCodeAt(0) !== 58) headers[k] = raw[k];
+    this.headers = headers;
+    this.hasBody = !endStream;
+    this.body = stream;
+    this.conn = conn;
+  }
+
+  get headersSent(): boolean { return this.stream.headersSent; }
+
+  respond(status: number, headers: OutgoingHttpHeaders, endStream: boolean): void {
+    if (this.stream.destroyed) return;
+    for (const h of HOP_BY_HOP) delete headers[h];
+    headers[':status'] = status;
+    this.stream.respond(headers, { endStream, waitForTrailers: !endStream });
+    if (!endStream) this.stream.once('wantTrailers', () => this.sendTrailers());
+  }
+
+  private sendTrailers(): void {
+    if (this.trailers && Object.keys(this.trailers).length) this.stream.sendTrailers(this.trailers);
+    else this.stream.close();
+  }
+
+  write(chunk: Buffer): boolean { return this.stream.write(chunk); }
+
+  end(trailers?: Headers): void {
+    this.trailers = trailers;
+    this.stream.end();
+  }
+
+  reset(): void { if (!this.stream.destroyed) this.stream.close(2 /* INTERNAL_ERROR */); }
+
+  watch(onDrain: () => void, onClose: () => void): void {
+    const stream = this.stream;
+    stream.on('drain', onDrain);
+    stream.on('close', () => { if (!stream.writableFinished || stream.rstCode) onClose(); });
+  }
+}

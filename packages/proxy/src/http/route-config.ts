@@ -1,0 +1,203 @@
+import type { Msg } from '../config/fields.ts';
+import { readDataSource } from '../config/data-source.ts';
+import { compileHeaderOps, NO_HEADER_OPS, type HeaderOps } from './header-ops.ts';
+import { compileRouteMatch, compileRegex, type CompiledMatch, type RequestView } from './route-match.ts';
+
+export interface WeightedCluster { readonly name: string; readonly weight: number; readonly requestHeaders: HeaderOps; readonly responseHeaders: HeaderOps }
+
+export interface ForwardAction {
+  readonly kind: 'forward';
+  readonly cluster: string;
+  readonly clusterHeader: string;
+  readonly weighted: readonly WeightedCluster[];
+  readonly totalWeight: number;
+  readonly prefixRewrite: string | undefined;
+  readonly regexRewrite: { re: RegExp; substitution: string } | undefined;
+  readonly hostRewrite: string;
+  readonly autoHostRewrite: boolean;
+  readonly timeoutMs: number;
+  readonly idleTimeoutMs: number;
+  readonly upgrades: ReadonlyMap<string, { enabled: boolean; terminateConnect: boolean }>;
+}
+
+export interface RedirectAction {
+  readonly kind: 'redirect';
+  readonly scheme: string; readonly host: string; readonly port: number; readonly path: string;
+  readonly prefixRewrite: string | undefined; readonly status: number; readonly stripQuery: boolean;
+}
+
+export interface DirectAction { readonly kind: 'direct'; readonly status: number; readonly body: Buffer | undefined }
+
+export interface Route {
+  readonly name: string;
+  readonly match: CompiledMatch;
+  /** The prefix the match used (for prefix_rewrite). */
+  readonly matchedPrefix: string;
+  readonly action: ForwardAction | RedirectAction | DirectAction;
+  readonly requestHeaders: HeaderOps;
+  readonly responseHeaders: HeaderOps;
+}
+
+export interface VirtualHost {
+  readonly name: string;
+  readonly routes: readonly Route[];
+  readonly requestHeaders: HeaderOps;
+  readonly responseHeaders: HeaderOps;
+}
+
+const REDIRECT_CODES = ['MOVED_PERMANENTLY', 'FOUND', 'SEE_OTHER', 'TEMPORARY_REDIRECT', 'PERMANENT_REDIRECT'] as const;
+const REDIRECT_STATUS = { MOVED_PERMANENTLY: 301, FOUND: 302, SEE_OTHER: 303, TEMPORARY_REDIRECT: 307, PERMANENT_REDIRECT: 308 } as const;
+
+/**
+ * A RouteConfiguration compiled for lookup: exact domains in a Map, wildcard
+ * suffix/prefix domains longest first, then `*`. Routes are tried in order.
+ */
+export class RouteTable {
+  readonly name: string;
+  readonly requestHeaders: HeaderOps;
+  readonly responseHeaders: HeaderOps;
+  private readonly exact = new Map<string, VirtualHost>();
+  private readonly suffixes: Array<[string, VirtualHost]> = [];
+  private readonly prefixes: Array<[string, VirtualHost]> = [];
+  private fallback: VirtualHost | undefined;
+
+  constructor(m: Msg) {
+    this.name = m.str('name');
+    this.requestHeaders = compileHeaderOps(m, 'request');
+    this.responseHeaders = compileHeaderOps(m, 'response');
+    const seen = new Set<string>();
+    for (const vm of m.list('virtual_hosts')) {
+      const vh = compileVirtualHost(vm);
+      for (const [i, raw] of vm.strList('domains').entries()) {
+        const d = raw.toLowerCase();
+        if (seen.has(d)) throw vm.error(`domains[${i}]`, `domain ${JSON.stringify(raw)} is used by more than one virtual host`);
+        seen.add(d);
+        if (d === '*') this.fallback = vh;
+        else if (d.startsWith('*')) this.suffixes.push([d.slice(1), vh]);
+        else if (d.endsWith('*')) this.prefixes.push([d.slice(0, -1), vh]);
+        else this.exact.set(d, vh);
+      }
+    }
+    // Longest wildcard wins (Envoy).
+    this.suffixes.sort((a, b) => b[0].length - a[0].length);
+    this.prefixes.sort((a, b) => b[0].length - a[0].length);
+  }
+
+  virtualHost(authority: string): VirtualHost | undefined {
+    const host = hasUpper(authority) ? authority.toLowerCase() : authority;
+    const exact = this.exact.get(host);
+    if (exact) return exact;
+    for (let i = 0; i < this.suffixes.length; i++) if (host.endsWith(this.suffixes[i][0]) && host.length > this.suffixes[i][0].length) return this.suffixes[i][1];
+    for (let i = 0; i < this.prefixes.length; i++) if (host.startsWith(this.prefixes[i][0]) && host.length > this.prefixes[i][0].length) return this.prefixes[i][1];
+    return this.fallback;
+  }
+
+  route(authority: string, req: RequestView, isConnect: boolean): { vhost: VirtualHost; route: Route } | undefined {
+    const vhost = this.virtualHost(authority);
+    if (!vhost) return undefined;
+    const routes = vhost.routes;
+    for (let i = 0; i < routes.length; i++) {
+      const r = routes[i];
+      if (r.match.connect !== isConnect) continue;
+      if (!r.match.path(req.path)) continue;
+      const hs = r.match.headers;
+      let ok = true;
+      for (let j = 0; j < hs.length && ok; j++) ok = hs[j](req.headers);
+      if (ok) return { vhost, route: r };
+    }
+    return undefined;
+  }
+}
+
+function hasUpper(s: string): boolean {
+  for (let i = 0; i < s.length; i++) { const c = s.charCodeAt(i); if (c >= 65 && c <= 90) return true; }
+  return false;
+}
+
+function compileVirtualHost(m: Msg): VirtualHost {
+  for (const f of ['require_tls', 'virtual_clusters', 'rate_limits', 'cors', 'retry_policy', 'hedge_policy', 'typed_per_filter_config', 'request_mirror_policies']) {
+    if (m.has(f)) throw m.error(f, 'is not supported yet');
+  }
+  if (m.strList('domains').length === 0) throw m.error('domains', 'at least one domain is required');
+  return {
+    name: m.requiredStr('name'),
+    routes: m.list('routes').map(compileRoute),
+    requestHeaders: compileHeaderOps(m, 'request'),
+    responseHeaders: compileHeaderOps(m, 'response'),
+  };
+}
+
+function compileRoute(m: Msg): Route {
+  for (const f of ['typed_per_filter_config', 'decorator', 'tracing', 'filter_action', 'non_forwarding_action']) {
+    if (m.has(f) && f !== 'decorator') throw m.error(f, 'is not supported yet');
+  }
+  const mm = m.requiredMsg('match');
+  const match = compileRouteMatch(mm);
+  let action: Route['action'];
+  if (m.has('route')) action = compileForward(m.requiredMsg('route'));
+  else if (m.has('redirect')) action = compileRedirect(m.requiredMsg('redirect'));
+  else if (m.has('direct_response')) {
+    const d = m.requiredMsg('direct_response');
+    const status = d.num('status');
+    if (status < 200 || status > 599) throw d.error('status', 'must be between 200 and 599');
+    action = { kind: 'direct', status, body: d.has('body') ? readDataSource(d.requiredMsg('body')) : undefined };
+  } else throw m.error('', 'one of route, redirect, direct_response is required');
+  return {
+    name: m.str('name'),
+    match,
+    matchedPrefix: mm.str('prefix', mm.str('path_separated_prefix')),
+    action,
+    requestHeaders: compileHeaderOps(m, 'request'),
+    responseHeaders: compileHeaderOps(m, 'response'),
+  };
+}
+
+function compileForward(m: Msg): ForwardAction {
+  for (const f of ['retry_policy', 'hash_policy', 'request_mirror_policies', 'rate_limits', 'cors', 'hedge_policy',
+    'max_stream_duration', 'metadata_match', 'cluster_specifier_plugin', 'inline_cluster_specifier_plugin', 'host_rewrite_header', 'host_rewrite_path_regex']) {
+    if (m.has(f)) throw m.error(f, 'is not supported yet');
+  }
+  const weighted = (m.msg('weighted_clusters')?.list('clusters') ?? []).map((c) => ({
+    name: c.requiredStr('name'),
+    weight: c.num('weight'),
+    requestHeaders: c.has('request_headers_to_add') || c.has('request_headers_to_remove') ? compileHeaderOps(c, 'request') : NO_HEADER_OPS,
+    responseHeaders: c.has('response_headers_to_add') || c.has('response_headers_to_remove') ? compileHeaderOps(c, 'response') : NO_HEADER_OPS,
+  }));
+  const cluster = m.str('cluster');
+  const clusterHeader = m.str('cluster_header').toLowerCase();
+  if (!cluster && !clusterHeader && weighted.length === 0) throw m.error('cluster', 'one of cluster, cluster_header, weighted_clusters is required');
+  const rr = m.msg('regex_rewrite');
+  const upgrades = new Map<string, { enabled: boolean; terminateConnect: boolean }>();
+  for (const u of m.list('upgrade_configs')) {
+    upgrades.set(u.requiredStr('upgrade_type').toLowerCase(), { enabled: u.bool('enabled', true), terminateConnect: u.has('connect_config') });
+  }
+  return {
+    kind: 'forward',
+    cluster,
+    clusterHeader,
+    weighted,
+    totalWeight: weighted.reduce((a, c) => a + c.weight, 0),
+    prefixRewrite: m.has('prefix_rewrite') ? m.str('prefix_rewrite') : undefined,
+    regexRewrite: rr ? { re: new RegExp(compileRegex(rr.requiredMsg('pattern')).source.slice(4, -2), 'g'), substitution: rr.str('substitution').replace(/\\(\d)/g, '$$$1') } : undefined,
+    hostRewrite: m.str('host_rewrite_literal'),
+    autoHostRewrite: m.bool('auto_host_rewrite'),
+    timeoutMs: m.durationMs('timeout', 15_000),
+    idleTimeoutMs: m.durationMs('idle_timeout', 0),
+    upgrades,
+  };
+}
+
+function compileRedirect(m: Msg): RedirectAction {
+  if (m.has('regex_rewrite')) throw m.error('regex_rewrite', 'is not supported yet');
+  const code = m.enumOf('response_code', REDIRECT_CODES);
+  return {
+    kind: 'redirect',
+    scheme: m.bool('https_redirect') ? 'https' : m.str('scheme_redirect'),
+    host: m.str('host_redirect'),
+    port: m.num('port_redirect'),
+    path: m.str('path_redirect'),
+    prefixRewrite: m.has('prefix_rewrite') ? m.str('prefix_rewrite') : undefined,
+    status: REDIRECT_STATUS[code],
+    stripQuery: m.bool('strip_query'),
+  };
+}

@@ -1,0 +1,31 @@
+import type { Socket } from 'node:net';
+
+/** What a network filter knows about its downstream connection. Built once per connection. */
+export interface ConnInfo {
+  readonly id: number;
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  readonly localAddress: string;
+  readonly localPort: number;
+  /** Where the client meant to connect (SO_ORIGINAL_DST, or the local address without NAT). */
+  readonly originalDst: { address: string; port: number };
+  readonly tls: boolean;
+  readonly serverName: string;
+  readonly alpn: string;
+  readonly startTime: number;
+}
+
+const infos = new WeakMap<Socket, ConnInfo>();
+
+export function setConnInfo(socket: Socket, info: ConnInfo): void {
+  infos.set(socket, info);
+}
+
+export function connInfoOf(socket: Socket): ConnInfo | undefined {
+  return infos.get(socket);
+}
+
+let nextId = 1;
+export function nextConnectionId(): number {
+  return nextId++;
+}

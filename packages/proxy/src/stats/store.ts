@@ -1,0 +1,68 @@
+/**
+ * Envoy-style stats: flat dotted names (`cluster.backend.upstream_rq_total`).
+ * The hot path holds Counter/Gauge objects and bumps plain numbers; names and
+ * Prometheus tags are only worked out at scrape time.
+ */
+export class Counter {
+  value = 0;
+  inc(n = 1): void { this.value += n; }
+}
+
+export class Gauge {
+  value = 0;
+  inc(n = 1): void { this.value += n; }
+  dec(n = 1): void { this.value -= n; }
+  set(n: number): void { this.value = n; }
+}
+
+/** A histogram with Envoy's default bucket bounds (milliseconds). */
+export const HISTOGRAM_BOUNDS = [0.5, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000, 600000, 1800000, 3600000];
+
+export class Histogram {
+  readonly buckets = new Float64Array(HISTOGRAM_BOUNDS.length);
+  count = 0;
+  sum = 0;
+  record(v: number): void {
+    this.count++;
+    this.sum += v;
+    for (let i = 0; i < HISTOGRAM_BOUNDS.length; i++) {
+      if (v <= HISTOGRAM_BOUNDS[i]) { this.buckets[i]++; return; }
+    }
+  }
+}
+
+export class StatsStore {
+  readonly counters = new Map<string, Counter>();
+  readonly gauges = new Map<string, Gauge>();
+  readonly histograms = new Map<string, Histogram>();
+
+  counter(name: string): Counter {
+    let c = this.counters.get(name);
+    if (!c) { c = new Counter(); this.counters.set(name, c); }
+    return c;
+  }
+
+  gauge(name: string): Gauge {
+    let g = this.gauges.get(name);
+    if (!g) { g = new Gauge(); this.gauges.set(name, g); }
+    return g;
+  }
+
+  histogram(name: string): Histogram {
+    let h = this.histograms.get(name);
+    if (!h) { h = new Histogram(); this.histograms.set(name, h); }
+    return h;
+  }
+}
+
+/** Response-code class counters (`<prefix>rq_2xx`...) indexed by status / 100. */
+export class CodeClassCounters {
+  readonly byClass: Counter[];
+  constructor(store: StatsStore, prefix: string) {
+    this.byClass = [1, 2, 3, 4, 5].map((c) => store.counter(`${prefix}_${c}xx`));
+  }
+  record(status: number): void {
+    const c = this.byClass[((status / 100) | 0) - 1];
+    if (c) c.value++;
+  }
+}

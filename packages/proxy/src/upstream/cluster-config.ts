@@ -1,0 +1,168 @@
+import type { Msg } from '../config/fields.ts';
+import { readAddress, type SocketAddress } from '../config/address.ts';
+import { compileUpstreamTls, UPSTREAM_TLS, type UpstreamTls } from '../tls/context.ts';
+
+const HTTP_PROTOCOL_OPTIONS = 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
+const HTTP_PROTOCOL_OPTIONS_URL = 'type.googleapis.com/' + HTTP_PROTOCOL_OPTIONS;
+const RAW_BUFFER_URL = 'type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer';
+
+export const DISCOVERY_TYPES = ['STATIC', 'STRICT_DNS', 'LOGICAL_DNS', 'EDS', 'ORIGINAL_DST'] as const;
+export const LB_POLICIES = ['ROUND_ROBIN', 'LEAST_REQUEST', 'RING_HASH', 'RANDOM', 'MAGLEV', 'CLUSTER_PROVIDED', 'LOAD_BALANCING_POLICY_CONFIG'] as const;
+const SUPPORTED_LB = new Set(['ROUND_ROBIN', 'LEAST_REQUEST', 'RANDOM', 'CLUSTER_PROVIDED']);
+const DNS_FAMILIES = ['AUTO', 'V4_ONLY', 'V6_ONLY', 'V4_PREFERRED', 'ALL'] as const;
+const HEALTH = ['UNKNOWN', 'HEALTHY', 'UNHEALTHY', 'DRAINING', 'TIMEOUT', 'DEGRADED'] as const;
+
+/** Behaviour-changing cluster fields that are not built yet: refuse rather than silently ignore. */
+const NOT_YET = ['health_checks', 'outlier_detection', 'lb_subset_config', 'ring_hash_lb_config', 'maglev_lb_config',
+  'cluster_type', 'load_balancing_policy', 'upstream_bind_config', 'transport_socket_matches', 'eds_cluster_config'];
+
+export type UpstreamProtocol = 'http1' | 'http2' | 'downstream';
+
+export interface EndpointConfig {
+  readonly address: SocketAddress;
+  readonly hostname: string;
+  readonly weight: number;
+  readonly healthy: boolean;
+  readonly priority: number;
+  readonly localityWeight: number;
+  readonly zone: string;
+}
+
+export interface CircuitBreakerLimits {
+  readonly maxConnections: number;
+  readonly maxPendingRequests: number;
+  readonly maxRequests: number;
+  readonly maxRetries: number;
+}
+
+/** One immutable compiled Cluster. */
+export interface ClusterConfig {
+  readonly name: string;
+  readonly type: (typeof DISCOVERY_TYPES)[number];
+  readonly lbPolicy: (typeof LB_POLICIES)[number];
+  readonly connectTimeoutMs: number;
+  readonly endpoints: readonly EndpointConfig[];
+  readonly dnsFamily: (typeof DNS_FAMILIES)[number];
+  readonly dnsRefreshMs: number;
+  readonly protocol: UpstreamProtocol;
+  readonly idleTimeoutMs: number;
+  readonly maxRequestsPerConnection: number;
+  readonly maxConcurrentStreams: number;
+  readonly tls: UpstreamTls | undefined;
+  readonly limits: CircuitBreakerLimits;
+  /** ORIGINAL_DST: take the destination from `x-envoy-original-dst-host`. */
+  readonly useHttpHeader: boolean;
+  readonly originalDstCleanupMs: number;
+  /** The config as written, for /config_dump. */
+  readonly source: Record<string, unknown>;
+}
+
+export function compileCluster(m: Msg): ClusterConfig {
+  const name = m.requiredStr('name');
+  for (const f of NOT_YET) if (m.has(f)) throw m.error(f, 'is not supported yet');
+  const type = m.enumOf('type', DISCOVERY_TYPES);
+  if (type === 'EDS') throw m.error('type', 'EDS clusters need dynamic_resources (xDS), which this build does not serve yet');
+  const lbPolicy = m.enumOf('lb_policy', LB_POLICIES);
+  if (!SUPPORTED_LB.has(lbPolicy)) throw m.error('lb_policy', `${lbPolicy} is not supported yet`);
+  if (type === 'ORIGINAL_DST' && m.has('load_assignment')) throw m.error('load_assignment', 'ORIGINAL_DST clusters take no endpoints');
+
+  const protocol = readProtocol(m);
+  const cb = m.msg('circuit_breakers')?.list('thresholds').find((t) => t.str('priority', 'DEFAULT') === 'DEFAULT');
+  const odc = m.msg('original_dst_lb_config');
+  return {
+    name,
+    type,
+    lbPolicy,
+    connectTimeoutMs: m.durationMs('connect_timeout', 5000),
+    endpoints: readEndpoints(m, type),
+    dnsFamily: m.enumOf('dns_lookup_family', DNS_FAMILIES),
+    dnsRefreshMs: m.durationMs('dns_refresh_rate', 5000),
+    protocol: protocol.protocol,
+    idleTimeoutMs: protocol.idleTimeoutMs,
+    maxRequestsPerConnection: protocol.maxRequestsPerConnection,
+    maxConcurrentStreams: protocol.maxConcurrentStreams,
+    tls: readTransportSocket(m),
+    limits: {
+      maxConnections: cb?.num('max_connections', 1024) ?? 1024,
+      maxPendingRequests: cb?.num('max_pending_requests', 1024) ?? 1024,
+      maxRequests: cb?.num('max_requests', 1024) ?? 1024,
+      maxRetries: cb?.num('max_retries', 3) ?? 3,
+    },
+    useHttpHeader: odc?.bool('use_http_header') ?? false,
+    originalDstCleanupMs: m.durationMs('cleanup_interval', 5000),
+    source: m.raw,
+  };
+}
+
+function readEndpoints(m: Msg, type: ClusterConfig['type']): EndpointConfig[] {
+  const la = m.msg('load_assignment');
+  if (!la) {
+    if (type !== 'ORIGINAL_DST') throw m.error('load_assignment', 'is required for STATIC and DNS clusters');
+    return [];
+  }
+  const out: EndpointConfig[] = [];
+  for (const locality of la.list('endpoints')) {
+    const priority = locality.num('priority');
+    const localityWeight = locality.num('load_balancing_weight', 1);
+    const zone = locality.msg('locality')?.str('zone') ?? '';
+    for (const lbe of locality.list('lb_endpoints')) {
+      if (lbe.has('endpoint_name')) throw lbe.error('endpoint_name', 'named endpoints are not supported');
+      const ep = lbe.requiredMsg('endpoint');
+      const address = readAddress(ep.requiredMsg('address'), type === 'STRICT_DNS' || type === 'LOGICAL_DNS');
+      const health = lbe.enumOf('health_status', HEALTH);
+      out.push({
+        address,
+        hostname: ep.str('hostname'),
+        weight: lbe.num('load_balancing_weight', 1),
+        healthy: health === 'UNKNOWN' || health === 'HEALTHY' || health === 'DEGRADED',
+        priority,
+        localityWeight,
+        zone,
+      });
+    }
+  }
+  if (type === 'LOGICAL_DNS' && out.length !== 1) throw la.error('endpoints', 'LOGICAL_DNS clusters take exactly one endpoint');
+  return out;
+}
+
+function readProtocol(m: Msg): { protocol: UpstreamProtocol; idleTimeoutMs: number; maxRequestsPerConnection: number; maxConcurrentStreams: number } {
+  let protocol: UpstreamProtocol = m.has('http2_protocol_options') ? 'http2' : 'http1';
+  let idleTimeoutMs = 3_600_000;
+  let maxRequestsPerConnection = m.num('max_requests_per_connection', 0);
+  let maxConcurrentStreams = m.msg('http2_protocol_options')?.num('max_concurrent_streams', 2147483647) ?? 2147483647;
+  const opts = m.msg('typed_extension_protocol_options');
+  if (opts) {
+    for (const key of Object.keys(opts.raw)) {
+      if (key !== HTTP_PROTOCOL_OPTIONS) throw opts.error(key, `unsupported protocol options extension ${key}`);
+      const hpo = opts.requiredMsg(key);
+      const url = hpo.str('@type');
+      if (url && url !== HTTP_PROTOCOL_OPTIONS_URL) throw hpo.error('@type', `expected ${HTTP_PROTOCOL_OPTIONS_URL}, got ${url}`);
+      const explicit = hpo.msg('explicit_http_config');
+      if (explicit?.has('http2_protocol_options')) {
+        protocol = 'http2';
+        maxConcurrentStreams = explicit.requiredMsg('http2_protocol_options').num('max_concurrent_streams', maxConcurrentStreams);
+      } else if (explicit?.has('http3_protocol_options')) {
+        throw explicit.error('http3_protocol_options', 'HTTP/3 upstreams are not supported');
+      } else if (explicit) protocol = 'http1';
+      if (hpo.has('use_downstream_protocol_config')) protocol = 'downstream';
+      if (hpo.has('auto_config')) throw hpo.error('auto_config', 'ALPN-negotiated upstream protocol is not supported yet');
+      const common = hpo.msg('common_http_protocol_options');
+      if (common) {
+        idleTimeoutMs = common.durationMs('idle_timeout', idleTimeoutMs);
+        maxRequestsPerConnection = common.num('max_requests_per_connection', maxRequestsPerConnection);
+      }
+    }
+  }
+  return { protocol, idleTimeoutMs, maxRequestsPerConnection, maxConcurrentStreams };
+}
+
+function readTransportSocket(m: Msg): UpstreamTls | undefined {
+  const ts = m.msg('transport_socket');
+  if (!ts) return undefined;
+  const tc = ts.msg('typed_config');
+  const url = tc?.str('@type') ?? '';
+  if (url === RAW_BUFFER_URL) return undefined;
+  if (url === UPSTREAM_TLS && tc) return compileUpstreamTls(tc);
+  if (!tc && ts.str('name') === 'envoy.transport_sockets.raw_buffer') return undefined;
+  throw ts.error('typed_config', `unsupported transport socket ${url || ts.str('name')}`);
+}

@@ -1,0 +1,186 @@
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { Pool, type Dispatcher } from 'undici';
+import type { ClusterConfig } from './cluster-config.ts';
+import { Host } from './host.ts';
+import { HostSet, type LbPolicy } from './lb.ts';
+import { ClusterStats } from './cluster-stats.ts';
+import type { StatsStore } from '../stats/store.ts';
+import { log } from '../core/log.ts';
+
+/** What a pick may depend on: the downstream connection's original destination, a header. */
+export interface PickContext {
+  originalDst?: { address: string; port: number };
+  originalDstHeader?: string;
+  /** Host to avoid (a retry's previous host). */
+  exclude?: Host;
+}
+
+/**
+ * The runtime side of one ClusterConfig: host membership (static, DNS-refreshed or
+ * on demand for ORIGINAL_DST), load balancing, and upstream connection pools.
+ */
+export class Cluster {
+  readonly config: ClusterConfig;
+  readonly stats: ClusterStats;
+  hostSet: HostSet;
+  private readonly byKey = new Map<string, Host>();
+  private refreshTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  /** Resolves once the first DNS answer is in (Envoy's cluster warming). */
+  readonly ready: Promise<void>;
+
+  constructor(config: ClusterConfig, store: StatsStore) {
+    this.config = config;
+    this.stats = new ClusterStats(store, config.name);
+    this.hostSet = new HostSet([], this.lbPolicy());
+    if (config.type === 'STATIC') {
+      this.setHosts(config.endpoints.map((e) => new Host(e.address.address, e.address.port, {
+        hostname: e.hostname, weight: e.weight, priority: e.priority, zone: e.zone, healthy: e.healthy,
+      })));
+      this.ready = Promise.resolve();
+    } else if (config.type === 'STRICT_DNS' || config.type === 'LOGICAL_DNS') {
+      this.ready = this.resolve();
+    } else {
+      this.ready = Promise.resolve();
+      this.refreshTimer = setInterval(() => this.cleanupOriginalDst(), config.originalDstCleanupMs).unref();
+    }
+  }
+
+  private lbPolicy(): LbPolicy {
+    const p = this.config.lbPolicy;
+    return p === 'LEAST_REQUEST' || p === 'RANDOM' ? p : 'ROUND_ROBIN';
+  }
+
+  private setHosts(hosts: Host[]): void {
+    const keep = new Set<Host>();
+    const next: Host[] = [];
+    for (const h of hosts) {
+      const key = `${h.hostPort}|${h.priority}|${h.weight}`;
+      const existing = this.byKey.get(key);
+      const host = existing ?? h;
+      if (!existing) this.byKey.set(key, h);
+      host.healthy = h.healthy;
+      keep.add(host);
+      next.push(host);
+    }
+    for (const [key, host] of this.byKey) {
+      if (!keep.has(host)) { this.byKey.delete(key); host.closePools(); }
+    }
+    this.hostSet = new HostSet(next, this.lbPolicy());
+    this.stats.membershipTotal.set(next.length);
+    this.stats.membershipHealthy.set(next.filter((h) => h.healthy).length);
+  }
+
+  /** STRICT_DNS: every address of every name is a host. LOGICAL_DNS: the first address only. */
+  private async resolve(): Promise<void> {
+    const family = this.config.dnsFamily === 'V4_ONLY' ? 4 : this.config.dnsFamily === 'V6_ONLY' ? 6 : 0;
+    const hosts: Host[] = [];
+    for (const e of this.config.endpoints) {
+      let addresses: string[];
+      if (isIP(e.address.address)) addresses = [e.address.address];
+      else {
+        try {
+          const answers = await lookup(e.address.address, { all: true, family, order: this.config.dnsFamily === 'V4_PREFERRED' ? 'ipv4first' : 'verbatim' });
+          addresses = answers.map((a) => a.address);
+          if (this.config.type === 'LOGICAL_DNS') addresses = addresses.slice(0, 1);
+        } catch (err) {
+          this.stats.dnsFailure.inc();
+          log.debug(`cluster ${this.config.name}: cannot resolve ${e.address.address}: ${(err as Error).message}`);
+          // Keep the last good answer for this name (Envoy keeps hosts on resolution failure).
+          addresses = [...this.byKey.values()].filter((h) => h.hostname === (e.hostname || e.address.address)).map((h) => h.address);
+        }
+      }
+      for (const a of addresses) {
+        hosts.push(new Host(a, e.address.port, { hostname: e.hostname || e.address.address, weight: e.weight, priority: e.priority, zone: e.zone, healthy: e.healthy }));
+      }
+    }
+    if (this.closed) return;
+    this.setHosts(hosts);
+    this.refreshTimer = setTimeout(() => void this.resolve(), this.config.dnsRefreshMs).unref();
+  }
+
+  pick(ctx: PickContext | undefined): Host | undefined {
+    if (this.config.type === 'ORIGINAL_DST') return this.originalDstHost(ctx);
+    return this.hostSet.pick(ctx?.exclude);
+  }
+
+  private originalDstHost(ctx: PickContext | undefined): Host | undefined {
+    let address: string | undefined, port = 0;
+    if (this.config.useHttpHeader && ctx?.originalDstHeader) {
+      const hp = parseHostPort(ctx.originalDstHeader);
+      if (hp) { address = hp.address; port = hp.port; }
+    } else if (ctx?.originalDst) {
+      address = ctx.originalDst.address;
+      port = ctx.originalDst.port;
+    }
+    if (!address) return undefined;
+    const key = `${address}|${port}`;
+    let host = this.byKey.get(key);
+    if (!host) {
+      host = new Host(address, port);
+      this.byKey.set(key, host);
+      this.hostSet = new HostSet([...this.byKey.values()], 'ROUND_ROBIN');
+      this.stats.membershipTotal.set(this.byKey.size);
+    }
+    host.lastUsed = Date.now();
+    return host;
+  }
+
+  private cleanupOriginalDst(): void {
+    const cutoff = Date.now() - this.config.originalDstCleanupMs;
+    for (const [key, host] of this.byKey) {
+      if (host.lastUsed < cutoff && host.activeRequests === 0) { this.byKey.delete(key); host.closePools(); }
+    }
+    this.hostSet = new HostSet([...this.byKey.values()], 'ROUND_ROBIN');
+    this.stats.membershipTotal.set(this.byKey.size);
+  }
+
+  /** The HTTP pool for a host (undici; HTTP/2 over TLS ALPN or h2c prior knowledge). */
+  httpPool(host: Host, http2: boolean): Dispatcher {
+    const kind = http2 ? 'h2' : 'h1';
+    let pools = host.pools;
+    const existing = pools?.get(kind) as Pool | undefined;
+    if (existing) return existing;
+    if (!pools) pools = host.pools = new Map();
+    const cfg = this.config;
+    const tls = cfg.tls;
+    const origin = `${tls ? 'https' : 'http'}://${host.hostPort}`;
+    const pool = new Pool(origin, {
+      connections: cfg.limits.maxConnections,
+      pipelining: 1,
+      connectTimeout: cfg.connectTimeoutMs,
+      keepAliveTimeout: cfg.idleTimeoutMs,
+      keepAliveMaxTimeout: cfg.idleTimeoutMs,
+      maxRequestsPerClient: cfg.maxRequestsPerConnection || undefined,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+      strictContentLength: false,
+      allowH2: http2,
+      h2Options: http2 ? { useH2c: !tls, maxConcurrentStreams: Math.min(cfg.maxConcurrentStreams, 1000), connectionWindowSize: 16 << 20, settings: { initialWindowSize: 4 << 20 } } : undefined,
+      connect: tls ? {
+        servername: tls.sni || undefined,
+        secureContext: tls.context,
+        rejectUnauthorized: tls.verifyPeer,
+        ALPNProtocols: tls.alpn.length ? [...tls.alpn] : http2 ? ['h2'] : ['http/1.1'],
+      } : undefined,
+    });
+    pool.on('connect', () => { this.stats.cxTotal.inc(); this.stats.cxActive.inc(); });
+    pool.on('disconnect', () => { this.stats.cxActive.dec(); });
+    pool.on('connectionError', () => { this.stats.cxConnectFail.inc(); });
+    pools.set(kind, pool);
+    return pool;
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    for (const h of this.byKey.values()) h.closePools();
+  }
+}
+
+function parseHostPort(v: string): { address: string; port: number } | undefined {
+  const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(v.trim());
+  if (!m || !isIP(m[1])) return undefined;
+  return { address: m[1], port: Number(m[2]) };
+}

@@ -1,0 +1,35 @@
+import { formatHostPort } from '../config/address.ts';
+
+/** One upstream endpoint. Pools hang off it lazily; counters are plain numbers for the LB. */
+export class Host {
+  readonly address: string;
+  readonly port: number;
+  readonly hostname: string;
+  readonly weight: number;
+  readonly priority: number;
+  readonly zone: string;
+  readonly hostPort: string;
+  healthy: boolean;
+  activeRequests = 0;
+  /** Milliseconds timestamp of the last pick; ORIGINAL_DST cleanup uses it. */
+  lastUsed = 0;
+  /** Opaque per-protocol connection pools, owned by the cluster. */
+  pools: Map<string, { close(): Promise<void> | void }> | undefined;
+
+  constructor(address: string, port: number, opts: { hostname?: string; weight?: number; priority?: number; zone?: string; healthy?: boolean } = {}) {
+    this.address = address;
+    this.port = port;
+    this.hostname = opts.hostname ?? '';
+    this.weight = opts.weight ?? 1;
+    this.priority = opts.priority ?? 0;
+    this.zone = opts.zone ?? '';
+    this.healthy = opts.healthy ?? true;
+    this.hostPort = formatHostPort(address, port);
+  }
+
+  closePools(): void {
+    if (!this.pools) return;
+    for (const pool of this.pools.values()) void pool.close();
+    this.pools = undefined;
+  }
+}
