@@ -9,12 +9,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensurePackages, versionOf } from './lib/apt.ts';
-import { elapsedSeconds, progress, resetClock } from './lib/progress.ts';
+import { elapsedSeconds, progress, resetClock, silence } from './lib/progress.ts';
 import { killAllSync, stopAll, systemBinary } from './lib/procs.ts';
 import {
   checkAcceptance, checkLine, fileStamp, ratio, textTable, writeJson, writeJsonFile, writeMarkdown,
 } from './lib/report.ts';
-import { REPO_ROOT } from './lib/targets.ts';
+import { DEFAULT_SKUA_MAIN, REPO_ROOT } from './lib/targets.ts';
 import { runL4 } from './scenarios/l4.ts';
 import { runL7 } from './scenarios/l7.ts';
 import { listMicroFiles, microMarkdown, microText, runMicro, type MicroResult } from './scenarios/micro.ts';
@@ -34,6 +34,7 @@ const USAGE = `usage: ./dev bench [options]   (node bench/run.ts)
   --threads N               wrk threads (default 1)
   --l4-mb MB                size of the L4 stream (default 100)
   --l4-runs N               measured L4 streams per target, median reported (default 5)
+  --skua PATH               skua-proxy entry script (default packages/proxy/src/main.ts)
   --strict                  exit 1 if an acceptance check fails or a target fails
   -h, --help`;
 
@@ -64,6 +65,7 @@ function parseOptions(argv: string[]): Options | undefined {
       threads: { type: 'string', default: '1' },
       'l4-mb': { type: 'string', default: '100' },
       'l4-runs': { type: 'string', default: '5' },
+      skua: { type: 'string', default: DEFAULT_SKUA_MAIN },
       strict: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -78,6 +80,7 @@ function parseOptions(argv: string[]): Options | undefined {
     threads: Math.round(numArg('threads', values.threads, 1)),
     l4Bytes: Math.round(numArg('l4-mb', values['l4-mb'], 1) * 1e6),
     l4Runs: Math.round(numArg('l4-runs', values['l4-runs'], 1)),
+    skuaMain: values.skua,
     strict: values.strict,
   };
 }
@@ -111,7 +114,9 @@ function environment(opts: Options): Record<string, string> {
   };
   const l7 = opts.only.includes('l7');
   const l4 = opts.only.includes('l4');
-  if (l7 || (l4 && opts.targets.includes('nginx'))) env.nginx = versionOf(systemBinary('nginx'), ['-v']);
+  if (l7 || (l4 && opts.targets.includes('nginx'))) {
+    env.nginx = versionOf(systemBinary('nginx'), ['-v']).replace(/^nginx version: /, '');
+  }
   if ((l7 || l4) && opts.targets.includes('haproxy')) env.haproxy = versionOf(systemBinary('haproxy'), ['-v']);
   if (l7) env.wrk = versionOf(systemBinary('wrk'), ['-v']).replace(/ Copyright.*/, '');
   return env;
@@ -132,6 +137,7 @@ function cleanup(): Promise<void> {
 
 function installExitHandlers(budget: number): void {
   const bail = (why: string, code: number) => {
+    silence();
     process.stderr.write(`\nbench: ${why}; stopping every started process\n`);
     void cleanup().finally(() => process.exit(code));
   };
@@ -171,7 +177,8 @@ async function main(): Promise<number> {
   tmpDir = mkdtempSync(path.join(os.tmpdir(), 'skua-bench-'));
   chmodSync(tmpDir, 0o755); // nginx workers run as nobody
   const env = environment(opts);
-  progress('bench', `scenarios ${opts.only.join(',')}; targets ${opts.targets.join(',')}; bounded to ${budget} s`);
+  const targets = opts.only.some((s) => s !== 'micro') ? `; targets ${opts.targets.join(',')}` : '';
+  progress('bench', `scenarios ${opts.only.join(',')}${targets}; bounded to ${budget} s`);
 
   const results: ScenarioResult[] = [];
   const micro: MicroResult[] = [];
@@ -185,13 +192,15 @@ async function main(): Promise<number> {
   const checks = checkAcceptance(results);
   const files = results.map((r) => writeJson(RESULTS_DIR, r, env, checks));
   for (const r of results) printScenario(r);
-  for (const m of micro) {
+  for (const m of micro.filter((x) => x.rows.length > 0)) {
     process.stdout.write(`\n== micro: tinybench ==\n${microText(m)}\n`);
     files.push(writeMicroJson(m, env));
   }
   if (checks.length) process.stdout.write(`\nacceptance:\n${checks.map(checkLine).join('\n')}\n`);
-  files.push(writeMarkdown(RESULTS_DIR, results, env, checks, micro.flatMap(microMarkdown)));
-  process.stdout.write(`\nwrote ${files.map((f) => path.relative(REPO_ROOT, f)).join(', ')}\n`);
+  if (files.length) {
+    files.push(writeMarkdown(RESULTS_DIR, results, env, checks, micro.flatMap(microMarkdown)));
+    process.stdout.write(`\nwrote ${files.map((f) => path.relative(REPO_ROOT, f)).join(', ')}\n`);
+  }
   process.stdout.write(`done in ${elapsedSeconds().toFixed(1)} s (load average now ${os.loadavg()[0].toFixed(2)})\n`);
 
   const failed = checks.some((c) => c.status === 'FAIL') || results.some((r) => r.rows.some((row) => row.error));

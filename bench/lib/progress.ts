@@ -1,6 +1,12 @@
 /** Progress lines prefixed with the time elapsed since the run started. */
 
 let startedAt = performance.now();
+let quiet = false;
+
+/** Stop printing progress (the run is being torn down). */
+export function silence(): void {
+  quiet = true;
+}
 
 export function resetClock(): void {
   startedAt = performance.now();
@@ -18,6 +24,7 @@ function stamp(): string {
 }
 
 export function progress(scope: string, message: string): void {
+  if (quiet) return;
   process.stdout.write(`${stamp()} ${scope.padEnd(12)} ${message}\n`);
 }
 

@@ -54,7 +54,7 @@ function cells(res: ScenarioResult): { head: string[]; body: string[][] } {
 export function textTable(res: ScenarioResult): string {
   const { head, body } = cells(res);
   const ok = body.filter((r, i) => !res.rows[i].error);
-  const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => r[0].length), ...ok.map((r) => r[i].length)));
+  const widths = head.map((h, i) => Math.max(h.length, ...(i === 0 ? body : ok).map((r) => r[i].length)));
   const line = (r: string[]): string => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   const out = [line(head), widths.map((w) => '-'.repeat(w)).join('  ')];
   body.forEach((r, i) => out.push(res.rows[i].error ? `${r[0].padEnd(widths[0])}  ${r[1]}` : line(r)));

@@ -14,14 +14,24 @@ import type { TargetName } from './types.ts';
 export type ProxyKind = 'http' | 'tcp';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-export const SKUA_MAIN = 'packages/proxy/src/main.ts';
+export const DEFAULT_SKUA_MAIN = 'packages/proxy/src/main.ts';
 export const SKUA_READY_TIMEOUT_MS = 10_000;
 
-export interface RunningTarget {
+/** A target with its ports chosen and its configuration written, not yet started. */
+export interface PreparedTarget {
   target: TargetName;
+  kind: ProxyKind;
   label: string;
   /** Where the load generator connects. */
   port: number;
+  /** Envoy admin port (skua only). */
+  adminPort?: number;
+  /** The configuration text exactly as the target reads it (none for direct). */
+  config?: string;
+  configFile?: string;
+}
+
+export interface RunningTarget extends PreparedTarget {
   proc?: Proc;
 }
 
@@ -32,14 +42,6 @@ export function targetLabel(target: TargetName, kind: ProxyKind): string {
     case 'haproxy': return kind === 'http' ? 'haproxy (http)' : 'haproxy (tcp)';
     case 'skua': return 'skua-proxy';
   }
-}
-
-/** Start nginx with its own prefix and config under `dir`. */
-export async function startNginx(name: string, dir: string, conf: string, port: number): Promise<Proc> {
-  const file = path.join(dir, `${name}.conf`);
-  writeFileSync(file, conf);
-  const proc = startProcess(name, systemBinary('nginx'), ['-p', dir, '-c', file, '-e', 'stderr']);
-  return listening(proc, port);
 }
 
 /** Wait for `proc` to accept connections on `port`; stop it if it does not. */
@@ -53,53 +55,73 @@ async function listening(proc: Proc, port: number): Promise<Proc> {
   return proc;
 }
 
-async function startHaproxy(kind: ProxyKind, dir: string, port: number, upstreamPort: number): Promise<Proc> {
-  const file = path.join(dir, `haproxy-${kind}.cfg`);
-  writeFileSync(file, haproxyConf(kind, port, upstreamPort));
-  const proc = startProcess(`haproxy-${kind}`, systemBinary('haproxy'), ['-db', '-f', file]);
-  return listening(proc, port);
+function startNginxFile(name: string, file: string, port: number): Promise<Proc> {
+  const prefix = path.dirname(file);
+  return listening(startProcess(name, systemBinary('nginx'), ['-p', prefix, '-c', file, '-e', 'stderr']), port);
 }
 
-async function startSkua(kind: ProxyKind, dir: string, port: number, upstreamPort: number): Promise<Proc> {
-  if (!existsSync(path.join(REPO_ROOT, SKUA_MAIN))) {
-    throw new Error(`skua-proxy entry point ${SKUA_MAIN} does not exist yet`);
+/** Start nginx with its own prefix and config under `dir`. */
+export function startNginx(name: string, dir: string, conf: string, port: number): Promise<Proc> {
+  const file = path.join(dir, `${name}.conf`);
+  writeFileSync(file, conf);
+  return startNginxFile(name, file, port);
+}
+
+function configText(t: PreparedTarget, dir: string, upstreamPort: number): string {
+  const http = t.kind === 'http';
+  switch (t.target) {
+    case 'nginx': return http ? nginxHttpProxyConf(dir, t.port, upstreamPort) : nginxTcpProxyConf(dir, t.port, upstreamPort);
+    case 'haproxy': return haproxyConf(t.kind, t.port, upstreamPort);
+    case 'skua': {
+      const admin = t.adminPort ?? 0;
+      return http ? httpProxyBootstrap(admin, t.port, upstreamPort) : tcpProxyBootstrap(admin, t.port, upstreamPort);
+    }
+    case 'direct': return '';
   }
-  const adminPort = await freePort();
-  const file = path.join(dir, `skua-${kind}.yaml`);
-  const yaml = kind === 'http'
-    ? httpProxyBootstrap(adminPort, port, upstreamPort)
-    : tcpProxyBootstrap(adminPort, port, upstreamPort);
-  writeFileSync(file, yaml);
-  const args = [SKUA_MAIN, '-c', file, '--concurrency', '1', '-l', 'warn'];
-  const proc = startProcess(`skua-${kind}`, process.execPath, args, { cwd: REPO_ROOT });
+}
+
+const CONFIG_EXT: Record<TargetName, string> = { direct: '', nginx: 'conf', haproxy: 'cfg', skua: 'yaml' };
+
+/** Choose ports and write the target's configuration under `dir`. */
+export async function prepareTarget(
+  target: TargetName, kind: ProxyKind, upstreamPort: number, dir: string,
+): Promise<PreparedTarget> {
+  const label = targetLabel(target, kind);
+  if (target === 'direct') return { target, kind, label, port: upstreamPort };
+  const t: PreparedTarget = { target, kind, label, port: await freePort() };
+  if (target === 'skua') t.adminPort = await freePort();
+  t.config = configText(t, dir, upstreamPort);
+  t.configFile = path.join(dir, `${target}-${kind}.${CONFIG_EXT[target]}`);
+  writeFileSync(t.configFile, t.config);
+  return t;
+}
+
+async function launchSkua(t: PreparedTarget, file: string, main: string): Promise<Proc> {
+  if (!existsSync(path.resolve(REPO_ROOT, main))) {
+    throw new Error(`skua-proxy entry point ${main} does not exist (yet)`);
+  }
+  const args = [main, '-c', file, '--concurrency', '1', '-l', 'warn'];
+  const proc = startProcess(`skua-${t.kind}`, process.execPath, args, { cwd: REPO_ROOT });
   try {
-    await waitForReady(adminPort, proc, SKUA_READY_TIMEOUT_MS);
-    await waitForPort(port, proc, 2000);
+    await waitForReady(t.adminPort ?? 0, proc, SKUA_READY_TIMEOUT_MS);
+    await waitForPort(t.port, proc, 2000);
   } catch (err) {
     await stopProcess(proc);
-    throw new Error(`skua-proxy: ${(err as Error).message}\n(bootstrap: ${file})`);
+    throw new Error(`skua-proxy: ${(err as Error).message}\n(its bootstrap is recorded in the JSON result)`);
   }
   return proc;
 }
 
-export async function startTarget(
-  target: TargetName, kind: ProxyKind, upstreamPort: number, dir: string,
-): Promise<RunningTarget> {
-  const label = targetLabel(target, kind);
-  if (target === 'direct') return { target, label, port: upstreamPort };
-  const port = await freePort();
-  let proc: Proc;
-  if (target === 'nginx') {
-    const conf = kind === 'http'
-      ? nginxHttpProxyConf(dir, port, upstreamPort)
-      : nginxTcpProxyConf(dir, port, upstreamPort);
-    proc = await startNginx(`nginx-${kind}`, dir, conf, port);
-  } else if (target === 'haproxy') {
-    proc = await startHaproxy(kind, dir, port, upstreamPort);
-  } else {
-    proc = await startSkua(kind, dir, port, upstreamPort);
+/** Start a prepared target and wait until it serves; `skuaMain` is relative to the repository root. */
+export async function launchTarget(t: PreparedTarget, skuaMain: string): Promise<RunningTarget> {
+  const file = t.configFile ?? '';
+  const name = `${t.target}-${t.kind}`;
+  switch (t.target) {
+    case 'direct': return t;
+    case 'nginx': return { ...t, proc: await startNginxFile(name, file, t.port) };
+    case 'haproxy': return { ...t, proc: await listening(startProcess(name, systemBinary('haproxy'), ['-db', '-f', file]), t.port) };
+    case 'skua': return { ...t, proc: await launchSkua(t, file, skuaMain) };
   }
-  return { target, label, port, proc };
 }
 
 export async function stopTarget(t: RunningTarget): Promise<void> {

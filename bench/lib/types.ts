@@ -22,6 +22,8 @@ export interface Options {
   l4Bytes: number;
   /** Measured L4 runs per target (median is reported), after one warm-up run. */
   l4Runs: number;
+  /** skua-proxy entry script, relative to the repository root. */
+  skuaMain: string;
   /** Exit 1 when an acceptance check fails. */
   strict: boolean;
 }
@@ -41,6 +43,8 @@ export interface Row {
   metrics: Record<string, number>;
   samples?: number[];
   error?: string;
+  /** The target's configuration as generated (nginx conf, haproxy cfg, Envoy bootstrap). */
+  config?: string;
 }
 
 export interface ScenarioResult {
@@ -53,6 +57,8 @@ export interface ScenarioResult {
   columns: Column[];
   rows: Row[];
   settings: Record<string, string | number>;
+  /** Configurations of helpers (e.g. the L7 backend), recorded in the JSON only. */
+  helperConfigs?: Record<string, string>;
 }
 
 /** An acceptance ratio from the issue: `target / baseline >= min` on `metric`. */

@@ -1,19 +1,22 @@
 /**
  * L4 scenario: one TCP stream of `l4Bytes` through each target into a Node
  * sink, timed end to end by the source (connect → sink's ack of the last
- * byte). The same sink and source serve every target; one warm-up run, then
- * `l4Runs` measured runs, median reported.
+ * byte). The same sink and source serve every target. The sink is warmed
+ * first; each target then gets WARMUP_RUNS unrecorded runs and `l4Runs`
+ * measured runs (fresh source process per target), median reported.
  */
 import path from 'node:path';
 import { progress } from '../lib/progress.ts';
 import { runToCompletion, startProcess, stopProcess } from '../lib/procs.ts';
 import { freePort, waitForPort } from '../lib/net.ts';
-import { REPO_ROOT, startTarget, stopTarget, targetLabel } from '../lib/targets.ts';
+import { REPO_ROOT, launchTarget, prepareTarget, stopTarget, type RunningTarget } from '../lib/targets.ts';
 import type { Column, Options, Row, ScenarioResult, TargetName } from '../lib/types.ts';
 
 const SINK = path.join(REPO_ROOT, 'bench/tools/tcp-sink.ts');
 const SOURCE = path.join(REPO_ROOT, 'bench/tools/tcp-source.ts');
-const WARMUP_RUNS = 1;
+const WARMUP_RUNS = 2;
+/** Unrecorded direct streams that warm the (long-lived) sink's JIT before any target. */
+const SINK_WARMUP_RUNS = 4;
 
 export const L4_COLUMNS: Column[] = [
   { key: 'gbps', title: 'Gb/s (median)', digits: 2, better: 'higher' },
@@ -45,25 +48,32 @@ async function pushStreams(port: number, opts: Options): Promise<number[]> {
   return lines.slice(WARMUP_RUNS).map((l) => l.seconds);
 }
 
+async function load(running: RunningTarget, opts: Options): Promise<Pick<Row, 'metrics' | 'samples'>> {
+  const scope = `l4 ${running.target}`;
+  progress(scope, `pushing ${WARMUP_RUNS} warm-up + ${opts.l4Runs} measured streams of ${opts.l4Bytes / 1e6} MB`);
+  const seconds = await pushStreams(running.port, opts);
+  const gbps = seconds.map((s) => (opts.l4Bytes * 8) / s / 1e9);
+  const metrics = { gbps: median(gbps), gbpsBest: Math.max(...gbps), ms: median(seconds) * 1000 };
+  progress(scope, `${metrics.gbps.toFixed(2)} Gb/s median (runs: ${gbps.map((g) => g.toFixed(2)).join(' ')})`);
+  return { metrics, samples: gbps };
+}
+
+/** Start one target, push the streams, stop it; failures become the row's `error`. */
 async function measure(target: TargetName, opts: Options, dir: string, sinkPort: number): Promise<Row> {
-  const label = targetLabel(target, 'tcp');
-  const scope = `l4 ${target}`;
-  progress(scope, `starting ${label}`);
-  const running = await startTarget(target, 'tcp', sinkPort, dir);
+  const prepared = await prepareTarget(target, 'tcp', sinkPort, dir);
+  const row: Row = { target, label: prepared.label, metrics: {}, config: prepared.config };
+  progress(`l4 ${target}`, `starting ${prepared.label}`);
+  let running: RunningTarget | undefined;
   try {
-    const mb = opts.l4Bytes / 1e6;
-    progress(scope, `pushing ${WARMUP_RUNS} warm-up + ${opts.l4Runs} measured streams of ${mb} MB`);
-    const seconds = await pushStreams(running.port, opts);
-    const gbps = seconds.map((s) => (opts.l4Bytes * 8) / s / 1e9);
-    const row: Row = {
-      target, label, samples: gbps,
-      metrics: { gbps: median(gbps), gbpsBest: Math.max(...gbps), ms: median(seconds) * 1000 },
-    };
-    progress(scope, `${row.metrics.gbps.toFixed(2)} Gb/s median (runs: ${gbps.map((g) => g.toFixed(2)).join(' ')})`);
-    return row;
+    running = await launchTarget(prepared, opts.skuaMain);
+    Object.assign(row, await load(running, opts));
+  } catch (err) {
+    row.error = (err as Error).message;
+    progress(`l4 ${target}`, `FAILED: ${row.error}`);
   } finally {
-    await stopTarget(running);
+    if (running) await stopTarget(running);
   }
+  return row;
 }
 
 export async function runL4(opts: Options, dir: string): Promise<ScenarioResult> {
@@ -75,15 +85,9 @@ export async function runL4(opts: Options, dir: string): Promise<ScenarioResult>
   const rows: Row[] = [];
   try {
     await waitForPort(sinkPort, sink);
-    for (const target of opts.targets) {
-      try {
-        rows.push(await measure(target, opts, dir, sinkPort));
-      } catch (err) {
-        const error = (err as Error).message;
-        progress(`l4 ${target}`, `FAILED: ${error}`);
-        rows.push({ target, label: targetLabel(target, 'tcp'), metrics: {}, error });
-      }
-    }
+    progress('l4', `warming the sink (${SINK_WARMUP_RUNS + WARMUP_RUNS} direct streams, not recorded)`);
+    await pushStreams(sinkPort, { ...opts, l4Runs: SINK_WARMUP_RUNS });
+    for (const target of opts.targets) rows.push(await measure(target, opts, dir, sinkPort));
   } finally {
     await stopProcess(sink);
   }

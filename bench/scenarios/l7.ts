@@ -7,7 +7,7 @@ import { progress } from '../lib/progress.ts';
 import { stopProcess } from '../lib/procs.ts';
 import { freePort, httpGet } from '../lib/net.ts';
 import { BACKEND_BODY, nginxBackendConf } from '../lib/peer-configs.ts';
-import { startNginx, startTarget, stopTarget, targetLabel, type RunningTarget } from '../lib/targets.ts';
+import { launchTarget, prepareTarget, startNginx, stopTarget, type RunningTarget } from '../lib/targets.ts';
 import { runWrk, type WrkLoad } from '../lib/wrk.ts';
 import type { Column, Options, Row, ScenarioResult, TargetName } from '../lib/types.ts';
 
@@ -28,28 +28,36 @@ async function checkPath(t: RunningTarget): Promise<void> {
   }
 }
 
-async function measure(target: TargetName, opts: Options, dir: string, backendPort: number): Promise<Row> {
-  const label = targetLabel(target, 'http');
-  const scope = `l7 ${target}`;
-  progress(scope, `starting ${label}`);
-  const running = await startTarget(target, 'http', backendPort, dir);
-  try {
-    await checkPath(running);
-    const load: WrkLoad = { threads: opts.threads, connections: opts.connections, seconds: opts.warmup };
-    if (opts.warmup > 0) {
-      progress(scope, `warm-up: wrk -t${load.threads} -c${load.connections} -d${opts.warmup}s`);
-      await runWrk(running.port, load);
-    }
-    progress(scope, `measuring: wrk -t${load.threads} -c${load.connections} -d${opts.duration}s --latency`);
-    const r = await runWrk(running.port, { ...load, seconds: opts.duration });
-    progress(scope, `${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors}`);
-    return {
-      target, label,
-      metrics: { rps: r.rps, p50: r.p50, p75: r.p75, p90: r.p90, p99: r.p99, errors: r.errors, requests: r.requests },
-    };
-  } finally {
-    await stopTarget(running);
+async function load(running: RunningTarget, opts: Options): Promise<Row['metrics']> {
+  const scope = `l7 ${running.target}`;
+  await checkPath(running);
+  const wrk: WrkLoad = { threads: opts.threads, connections: opts.connections, seconds: opts.warmup };
+  if (opts.warmup > 0) {
+    progress(scope, `warm-up: wrk -t${wrk.threads} -c${wrk.connections} -d${opts.warmup}s`);
+    await runWrk(running.port, wrk);
   }
+  progress(scope, `measuring: wrk -t${wrk.threads} -c${wrk.connections} -d${opts.duration}s --latency`);
+  const r = await runWrk(running.port, { ...wrk, seconds: opts.duration });
+  progress(scope, `${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors}`);
+  return { rps: r.rps, p50: r.p50, p75: r.p75, p90: r.p90, p99: r.p99, errors: r.errors, requests: r.requests };
+}
+
+/** Start one target, load it, stop it; failures become the row's `error`. */
+async function measure(target: TargetName, opts: Options, dir: string, backendPort: number): Promise<Row> {
+  const prepared = await prepareTarget(target, 'http', backendPort, dir);
+  const row: Row = { target, label: prepared.label, metrics: {}, config: prepared.config };
+  progress(`l7 ${target}`, `starting ${prepared.label}`);
+  let running: RunningTarget | undefined;
+  try {
+    running = await launchTarget(prepared, opts.skuaMain);
+    row.metrics = await load(running, opts);
+  } catch (err) {
+    row.error = (err as Error).message;
+    progress(`l7 ${target}`, `FAILED: ${row.error}`);
+  } finally {
+    if (running) await stopTarget(running);
+  }
+  return row;
 }
 
 export async function runL7(opts: Options, dir: string): Promise<ScenarioResult> {
@@ -57,18 +65,11 @@ export async function runL7(opts: Options, dir: string): Promise<ScenarioResult>
   const t0 = performance.now();
   const backendPort = await freePort();
   progress('l7', `starting backend nginx on 127.0.0.1:${backendPort} (worker_processes 1)`);
-  const backend = await startNginx('backend', dir, nginxBackendConf(dir, backendPort), backendPort);
+  const backendConf = nginxBackendConf(dir, backendPort);
+  const backend = await startNginx('backend', dir, backendConf, backendPort);
   const rows: Row[] = [];
   try {
-    for (const target of opts.targets) {
-      try {
-        rows.push(await measure(target, opts, dir, backendPort));
-      } catch (err) {
-        const error = (err as Error).message;
-        progress(`l7 ${target}`, `FAILED: ${error}`);
-        rows.push({ target, label: targetLabel(target, 'http'), metrics: {}, error });
-      }
-    }
+    for (const target of opts.targets) rows.push(await measure(target, opts, dir, backendPort));
   } finally {
     await stopProcess(backend);
   }
@@ -80,6 +81,7 @@ export async function runL7(opts: Options, dir: string): Promise<ScenarioResult>
     primary: 'rps',
     columns: L7_COLUMNS,
     rows,
+    helperConfigs: { backend: backendConf },
     settings: {
       wrk: `-t${opts.threads} -c${opts.connections} -d${opts.duration}s --latency`,
       warmupSeconds: opts.warmup,

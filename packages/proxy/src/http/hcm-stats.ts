@@ -17,19 +17,19 @@ export class HcmStats {
   readonly upgradesTotal: Counter;
 
   constructor(store: StatsStore, statPrefix: string) {
-    const p = `http.${statPrefix}.`;
-    this.rqTotal = store.counter(p + 'downstream_rq_total');
-    this.rqActive = store.gauge(p + 'downstream_rq_active');
-    this.rqTime = store.histogram(p + 'downstream_rq_time');
-    this.codes = new CodeClassCounters(store, p + 'downstream_rq');
-    this.cxTotal = store.counter(p + 'downstream_cx_total');
-    this.cxActive = store.gauge(p + 'downstream_cx_active');
-    this.cxHttp1Total = store.counter(p + 'downstream_cx_http1_total');
-    this.cxHttp2Total = store.counter(p + 'downstream_cx_http2_total');
-    this.cxProtocolError = store.counter(p + 'downstream_cx_protocol_error');
-    this.rqHttp1Total = store.counter(p + 'downstream_rq_http1_total');
-    this.rqHttp2Total = store.counter(p + 'downstream_rq_http2_total');
-    this.rqTooLarge = store.counter(p + 'downstream_rq_too_large');
-    this.upgradesTotal = store.counter(p + 'downstream_cx_upgrades_total');
+    const p = store.scope('http', 'envoy_http_conn_manager_prefix', statPrefix);
+    this.rqTotal = p.counter('downstream_rq_total');
+    this.rqActive = p.gauge('downstream_rq_active');
+    this.rqTime = p.histogram('downstream_rq_time');
+    this.codes = new CodeClassCounters(p, 'downstream_rq');
+    this.cxTotal = p.counter('downstream_cx_total');
+    this.cxActive = p.gauge('downstream_cx_active');
+    this.cxHttp1Total = p.counter('downstream_cx_http1_total');
+    this.cxHttp2Total = p.counter('downstream_cx_http2_total');
+    this.cxProtocolError = p.counter('downstream_cx_protocol_error');
+    this.rqHttp1Total = p.counter('downstream_rq_http1_total');
+    this.rqHttp2Total = p.counter('downstream_rq_http2_total');
+    this.rqTooLarge = p.counter('downstream_rq_too_large');
+    this.upgradesTotal = p.counter('downstream_cx_upgrades_total');
   }
 }

@@ -1,8 +1,10 @@
 import type { Exchange } from './exchange.ts';
 import type { ResponseFlag } from './response-flags.ts';
+import type { LogEntry } from '../telemetry/log-entry.ts';
+import type { ConnInfo } from '../listener/conn-info.ts';
 
 /** One request's outcome: the single source for stats and access logs. */
-export class RequestRecord {
+export class RequestRecord implements LogEntry {
   readonly ex: Exchange;
   readonly startMs: number;
   readonly startTime: number;
@@ -30,5 +32,24 @@ export class RequestRecord {
     this.originalPath = ex.path;
     this.userAgent = (ex.headers['user-agent'] as string | undefined) ?? '';
     this.forwardedFor = (ex.headers['x-forwarded-for'] as string | undefined) ?? '';
+  }
+
+  get protocol(): string { return this.ex.protocol; }
+  get conn(): ConnInfo { return this.ex.conn; }
+
+  requestHeader(name: string): string | undefined {
+    switch (name) {
+      case ':method': return this.ex.method;
+      case ':path': return this.originalPath;
+      case ':authority': return this.ex.authority;
+      case ':scheme': return this.ex.scheme;
+    }
+    const v = this.ex.headers[name];
+    return Array.isArray(v) ? v.join(',') : v;
+  }
+
+  responseHeader(name: string): string | undefined {
+    const v = this.responseHeaders?.[name];
+    return v === undefined ? undefined : Array.isArray(v) ? v.join(',') : String(v);
   }
 }

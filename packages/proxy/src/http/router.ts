@@ -56,7 +56,7 @@ function responseOps(s: RouterSettings, vhost: VirtualHost, route: Route): Outgo
   return h as OutgoingHttpHeaders;
 }
 
-function finishLocal(rec: RequestRecord, s: RouterSettings, status: number, body: string | Buffer | undefined, flag: ResponseFlag, details: string, headers?: OutgoingHttpHeaders): void {
+export function finishLocal(rec: RequestRecord, s: RouterSettings, status: number, body: string | Buffer | undefined, flag: ResponseFlag, details: string, headers?: OutgoingHttpHeaders): void {
   rec.status = status;
   if (flag !== Flag.None) rec.flags = flag;
   rec.details = details;
@@ -64,7 +64,7 @@ function finishLocal(rec: RequestRecord, s: RouterSettings, status: number, body
   complete(rec, s);
 }
 
-function complete(rec: RequestRecord, s: RouterSettings): void {
+export function complete(rec: RequestRecord, s: RouterSettings): void {
   rec.durationMs = now() - rec.startMs;
   s.stats.rqActive.value--;
   if (rec.status) s.stats.codes.record(rec.status);
@@ -100,20 +100,33 @@ function pickCluster(ex: Exchange, a: ForwardAction): { name: string; weightedIn
   return { name: a.weighted[a.weighted.length - 1].name, weightedIndex: a.weighted.length - 1 };
 }
 
-function forward(ex: Exchange, s: RouterSettings, rec: RequestRecord, vhost: VirtualHost, route: Route, a: ForwardAction): void {
+/** A forward decision made before any I/O: where the request goes and with what head. */
+export interface ForwardPlan {
+  readonly cluster: Cluster;
+  readonly host: Host;
+  readonly headers: Headers;
+  readonly path: string;
+  readonly timeoutMs: number;
+  readonly weightedIndex: number;
+}
+
+/** Picks cluster and host and builds the upstream head; on failure sends the local reply and returns undefined. */
+export function planForward(ex: Exchange, s: RouterSettings, rec: RequestRecord, vhost: VirtualHost, route: Route, a: ForwardAction): ForwardPlan | undefined {
   const picked = pickCluster(ex, a);
   const cluster = s.clusters.get(picked.name);
-  if (!cluster) return finishLocal(rec, s, 503, undefined, Flag.NoClusterFound, 'cluster_not_found');
+  if (!cluster) { finishLocal(rec, s, 503, undefined, Flag.NoClusterFound, 'cluster_not_found'); return undefined; }
   rec.upstreamCluster = cluster.config.name;
   const cstats = cluster.stats;
   if (cstats.rqActive.value >= cluster.config.limits.maxRequests) {
     cstats.rqPendingOverflow.inc();
-    return finishLocal(rec, s, 503, LocalBody.overflow, Flag.UpstreamOverflow, 'upstream_reset_before_response_started{overflow}');
+    finishLocal(rec, s, 503, LocalBody.overflow, Flag.UpstreamOverflow, 'upstream_reset_before_response_started{overflow}');
+    return undefined;
   }
   const host = cluster.pick({ originalDst: ex.conn.originalDst, originalDstHeader: ex.headers['x-envoy-original-dst-host'] as string | undefined });
   if (!host) {
     cstats.cxNone.inc();
-    return finishLocal(rec, s, 503, LocalBody.noHealthyUpstream, Flag.NoHealthyUpstream, 'no_healthy_upstream');
+    finishLocal(rec, s, 503, LocalBody.noHealthyUpstream, Flag.NoHealthyUpstream, 'no_healthy_upstream');
+    return undefined;
   }
   rec.upstreamHost = host.hostPort;
   const headers = upstreamHeaders(ex, s, rec, vhost, route, a, host);
@@ -130,11 +143,17 @@ function forward(ex: Exchange, s: RouterSettings, rec: RequestRecord, vhost: Vir
   if (typeof override === 'string' && /^\d+$/.test(override)) timeoutMs = Number(override);
   delete headers['x-envoy-upstream-rq-timeout-ms'];
   if (timeoutMs > 0 && !s.suppressEnvoyHeaders) headers['x-envoy-expected-rq-timeout-ms'] = String(timeoutMs);
-
-  const http2 = cluster.config.protocol === 'http2' || (cluster.config.protocol === 'downstream' && ex.protocol === 'HTTP/2');
-  const call = new UpstreamCall(ex, s, rec, cluster, host, vhost, route, picked.weightedIndex >= 0 ? a.weighted[picked.weightedIndex].responseHeaders : undefined);
   if (picked.weightedIndex >= 0) a.weighted[picked.weightedIndex].requestHeaders.apply(headers);
-  call.start(cluster.httpPool(host, http2), path, headers, timeoutMs);
+  return { cluster, host, headers, path, timeoutMs, weightedIndex: picked.weightedIndex };
+}
+
+function forward(ex: Exchange, s: RouterSettings, rec: RequestRecord, vhost: VirtualHost, route: Route, a: ForwardAction): void {
+  const plan = planForward(ex, s, rec, vhost, route, a);
+  if (!plan) return;
+  const { cluster, host } = plan;
+  const http2 = cluster.config.protocol === 'http2' || (cluster.config.protocol === 'downstream' && ex.protocol === 'HTTP/2');
+  const call = new UpstreamCall(ex, s, rec, cluster, host, vhost, route, plan.weightedIndex >= 0 ? a.weighted[plan.weightedIndex].responseHeaders : undefined);
+  call.start(cluster.httpPool(host, http2), plan.path, plan.headers, plan.timeoutMs);
 }
 
 function upstreamHeaders(ex: Exchange, s: RouterSettings, rec: RequestRecord, vhost: VirtualHost, route: Route, a: ForwardAction, host: Host): Headers {

@@ -159,24 +159,27 @@ function parseHello(c: Cursor): ClientHelloResult {
   if (bodyLen < 0) return stopped(c);
   // Bytes needed at least: the first record header plus the whole handshake message.
   if (5 + 4 + bodyLen > MAX_CLIENT_HELLO) return TOO_LARGE;
+  // Lengths are checked before each read, so a short hello never reads into what follows it.
+  // Smallest body: version, random, empty session id, one cipher suite, one compression method.
+  if (bodyLen < 2 + 32 + 1 + 2 + 2 + 1 + 1) return NOT_TLS;
   let left = bodyLen; // bytes of the hello body not yet consumed
 
   // legacy_version, random
   const version = c.u16();
   if (version < 0) return stopped(c);
-  if (version >>> 8 !== 3 || left < 34) return NOT_TLS;
+  if (version >>> 8 !== 3) return NOT_TLS;
   if (!c.skip(32)) return stopped(c);
   left -= 34;
 
   const sidLen = c.u8();
   if (sidLen < 0) return stopped(c);
-  if (sidLen > 32 || left < 1 + sidLen) return NOT_TLS;
+  if (sidLen > 32 || left < 1 + sidLen + 2) return NOT_TLS;
   if (!c.skip(sidLen)) return stopped(c);
   left -= 1 + sidLen;
 
   const csLen = c.u16();
   if (csLen < 0) return stopped(c);
-  if (csLen < 2 || (csLen & 1) !== 0 || left < 2 + csLen) return NOT_TLS;
+  if (csLen < 2 || (csLen & 1) !== 0 || left < 2 + csLen + 1) return NOT_TLS;
   if (!c.skip(csLen)) return stopped(c);
   left -= 2 + csLen;
 
@@ -189,12 +192,14 @@ function parseHello(c: Cursor): ClientHelloResult {
   let serverName = '';
   let alpn: string[] = [];
   if (left === 0) return { state: 'tls', serverName, alpn }; // no extensions at all
+  if (left < 2) return NOT_TLS;
   const extLen = c.u16();
   if (extLen < 0) return stopped(c);
   if (left !== 2 + extLen) return NOT_TLS;
   left = extLen;
   let sawSni = false, sawAlpn = false;
   while (left > 0) {
+    if (left < 4) return NOT_TLS;
     const extType = c.u16(), len = c.u16();
     if (len < 0) return stopped(c);
     if (left < 4 + len) return NOT_TLS;
@@ -224,9 +229,10 @@ function parseHello(c: Cursor): ClientHelloResult {
  * malformed, undefined when the cursor stopped.
  */
 function readServerName(c: Cursor, len: number): string | null | undefined {
+  if (len < 5) return c.skip(len) ? null : undefined;
   const listLen = c.u16();
   if (listLen < 0) return undefined;
-  if (len < 5 || listLen !== len - 2) return c.skip(len - 2) ? null : undefined;
+  if (listLen !== len - 2) return c.skip(len - 2) ? null : undefined;
   const nameType = c.u8(), nameLen = c.u16();
   if (nameLen < 0) return undefined;
   if (nameType !== 0 || nameLen === 0 || nameLen > MAX_HOST_NAME || nameLen !== listLen - 3) {

@@ -31,10 +31,23 @@ export class Histogram {
   }
 }
 
+/** How a stat shows in Prometheus: its name with tag values removed, and the tags. */
+export interface StatTags {
+  readonly base: string;
+  readonly tags: ReadonlyArray<readonly [string, string]>;
+}
+
 export class StatsStore {
   readonly counters = new Map<string, Counter>();
   readonly gauges = new Map<string, Gauge>();
   readonly histograms = new Map<string, Histogram>();
+  /** Tags of stats created through a scope (names like Istio's cluster names contain dots, so they cannot be parsed back). */
+  readonly tags = new Map<string, StatTags>();
+
+  /** `scope('cluster', 'envoy_cluster_name', name)` → stats named `cluster.<name>.<stat>`, tagged. */
+  scope(kind: string, tag: string, value: string): Scope {
+    return new Scope(this, `${kind}.${value}.`, `${kind}.`, [[tag, value]]);
+  }
 
   counter(name: string): Counter {
     let c = this.counters.get(name);
@@ -58,11 +71,36 @@ export class StatsStore {
 /** Response-code class counters (`<prefix>rq_2xx`...) indexed by status / 100. */
 export class CodeClassCounters {
   readonly byClass: Counter[];
-  constructor(store: StatsStore, prefix: string) {
-    this.byClass = [1, 2, 3, 4, 5].map((c) => store.counter(`${prefix}_${c}xx`));
+  constructor(scope: Scope, prefix: string) {
+    this.byClass = [1, 2, 3, 4, 5].map((c) => scope.counter(`${prefix}_${c}xx`));
   }
   record(status: number): void {
     const c = this.byClass[((status / 100) | 0) - 1];
     if (c) c.value++;
   }
+}
+
+/** A named group of stats sharing a prefix and Prometheus tags. */
+export class Scope {
+  private readonly store: StatsStore;
+  private readonly prefix: string;
+  private readonly base: string;
+  private readonly tagList: ReadonlyArray<readonly [string, string]>;
+
+  constructor(store: StatsStore, prefix: string, base: string, tags: ReadonlyArray<readonly [string, string]>) {
+    this.store = store;
+    this.prefix = prefix;
+    this.base = base;
+    this.tagList = tags;
+  }
+
+  private tag(suffix: string): string {
+    const name = this.prefix + suffix;
+    if (!this.store.tags.has(name)) this.store.tags.set(name, { base: this.base + suffix, tags: this.tagList });
+    return name;
+  }
+
+  counter(suffix: string): Counter { return this.store.counter(this.tag(suffix)); }
+  gauge(suffix: string): Gauge { return this.store.gauge(this.tag(suffix)); }
+  histogram(suffix: string): Histogram { return this.store.histogram(this.tag(suffix)); }
 }

@@ -21,23 +21,23 @@ export class ClusterStats {
   readonly bytesReceived: Counter;
 
   constructor(store: StatsStore, name: string) {
-    const p = `cluster.${name}.`;
-    this.rqTotal = store.counter(p + 'upstream_rq_total');
-    this.rqActive = store.gauge(p + 'upstream_rq_active');
-    this.rqTimeout = store.counter(p + 'upstream_rq_timeout');
-    this.rqPendingOverflow = store.counter(p + 'upstream_rq_pending_overflow');
-    this.rqCompleted = store.counter(p + 'upstream_rq_completed');
-    this.rqReset = store.counter(p + 'upstream_rq_rx_reset');
-    this.cxTotal = store.counter(p + 'upstream_cx_total');
-    this.cxActive = store.gauge(p + 'upstream_cx_active');
-    this.cxConnectFail = store.counter(p + 'upstream_cx_connect_fail');
-    this.cxConnectTimeout = store.counter(p + 'upstream_cx_connect_timeout');
-    this.cxNone = store.counter(p + 'upstream_cx_none_healthy');
-    this.dnsFailure = store.counter(p + 'update_failure');
-    this.membershipTotal = store.gauge(p + 'membership_total');
-    this.membershipHealthy = store.gauge(p + 'membership_healthy');
-    this.codes = new CodeClassCounters(store, p + 'upstream_rq');
-    this.bytesSent = store.counter(p + 'upstream_cx_tx_bytes_total');
-    this.bytesReceived = store.counter(p + 'upstream_cx_rx_bytes_total');
+    const p = store.scope('cluster', 'envoy_cluster_name', name);
+    this.rqTotal = p.counter('upstream_rq_total');
+    this.rqActive = p.gauge('upstream_rq_active');
+    this.rqTimeout = p.counter('upstream_rq_timeout');
+    this.rqPendingOverflow = p.counter('upstream_rq_pending_overflow');
+    this.rqCompleted = p.counter('upstream_rq_completed');
+    this.rqReset = p.counter('upstream_rq_rx_reset');
+    this.cxTotal = p.counter('upstream_cx_total');
+    this.cxActive = p.gauge('upstream_cx_active');
+    this.cxConnectFail = p.counter('upstream_cx_connect_fail');
+    this.cxConnectTimeout = p.counter('upstream_cx_connect_timeout');
+    this.cxNone = p.counter('upstream_cx_none_healthy');
+    this.dnsFailure = p.counter('update_failure');
+    this.membershipTotal = p.gauge('membership_total');
+    this.membershipHealthy = p.gauge('membership_healthy');
+    this.codes = new CodeClassCounters(p, 'upstream_rq');
+    this.bytesSent = p.counter('upstream_cx_tx_bytes_total');
+    this.bytesReceived = p.counter('upstream_cx_rx_bytes_total');
   }
 }

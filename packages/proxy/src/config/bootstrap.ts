@@ -1,0 +1,115 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { Msg } from './fields.ts';
+import { normalizeKeys } from './normalize.ts';
+import { readAddress, type SocketAddress } from './address.ts';
+import { ConfigError } from '../core/errors.ts';
+import { compileListener, type ListenerConfig } from '../listener/config.ts';
+import { compileCluster, type ClusterConfig } from '../upstream/cluster-config.ts';
+
+/** Top-level Bootstrap fields: handled, accepted as no-ops for a static proxy, or refused. */
+const ACCEPTED = new Set(['node', 'static_resources', 'admin', 'layered_runtime', 'stats_config', 'stats_flush_interval',
+  'cluster_manager', 'watchdog', 'watchdogs', 'overload_manager', 'enable_dispatcher_stats', 'use_tcp_for_dns_lookups',
+  'typed_dns_resolver_config', 'dns_resolution_config', 'node_context_params', 'default_regex_engine']);
+
+export interface BootstrapConfig {
+  readonly node: { id: string; cluster: string; metadata: Record<string, unknown> };
+  readonly admin: { address: SocketAddress } | undefined;
+  readonly listeners: readonly ListenerConfig[];
+  readonly clusters: readonly ClusterConfig[];
+  /** The bootstrap as given (normalised), for /config_dump. */
+  readonly source: Record<string, unknown>;
+}
+
+/** Reads `-c` and `--config-yaml` (merged over it, as Envoy does) into one plain object. */
+export function loadBootstrapSource(configPath: string | undefined, configYaml: string | undefined): Record<string, unknown> {
+  let base: unknown = {};
+  if (configPath) {
+    let text: string;
+    try { text = readFileSync(configPath, 'utf8'); } catch (err) { throw new ConfigError('', `cannot read ${configPath}: ${(err as Error).message}`); }
+    base = parseText(text, configPath);
+  }
+  if (configYaml) base = merge(base, parseText(configYaml, '--config-yaml'));
+  if (!configPath && !configYaml) throw new ConfigError('', 'no configuration: pass -c/--config-path or --config-yaml');
+  const normalized = normalizeKeys(base);
+  if (normalized === null || typeof normalized !== 'object' || Array.isArray(normalized)) throw new ConfigError('', 'the bootstrap must be an object');
+  return normalized as Record<string, unknown>;
+}
+
+function parseText(text: string, where: string): unknown {
+  try {
+    return where.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    throw new ConfigError('', `${where}: cannot parse: ${(err as Error).message}`);
+  }
+}
+
+/** Proto MergeFrom semantics: messages merge, repeated fields append, scalars replace. */
+function merge(a: unknown, b: unknown): unknown {
+  if (Array.isArray(a) && Array.isArray(b)) return [...a, ...b];
+  if (a && b && typeof a === 'object' && typeof b === 'object' && !Array.isArray(a) && !Array.isArray(b)) {
+    const out: Record<string, unknown> = { ...(a as Record<string, unknown>) };
+    for (const [k, v] of Object.entries(b as Record<string, unknown>)) out[k] = k in out ? merge(out[k], v) : v;
+    return out;
+  }
+  return b;
+}
+
+export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig {
+  const m = new Msg(raw, '');
+  for (const key of Object.keys(raw)) {
+    if (key === 'dynamic_resources') throw m.error(key, 'xDS (dynamic_resources) is not supported by this build yet');
+    if (!ACCEPTED.has(key)) throw m.error(key, 'is not supported');
+  }
+  const sr = m.msg('static_resources');
+  if (sr) for (const f of ['secrets']) if (sr.has(f)) throw sr.error(f, 'static secrets are not supported yet');
+  const clusters = (sr?.list('clusters') ?? []).map((c) => compileCluster(c));
+  const clusterNames = new Set<string>();
+  for (const [i, c] of clusters.entries()) {
+    if (clusterNames.has(c.name)) throw new ConfigError(`static_resources.clusters[${i}].name`, `duplicate cluster ${c.name}`);
+    clusterNames.add(c.name);
+  }
+  const listeners = (sr?.list('listeners') ?? []).map((l, i) => compileListener(l, i));
+  const names = new Set<string>();
+  for (const [i, l] of listeners.entries()) {
+    if (names.has(l.name)) throw new ConfigError(`static_resources.listeners[${i}].name`, `duplicate listener ${l.name}`);
+    names.add(l.name);
+  }
+  checkClusterReferences(sr, clusterNames);
+  const node = m.msg('node');
+  const admin = m.msg('admin');
+  return {
+    node: { id: node?.str('id') ?? '', cluster: node?.str('cluster') ?? '', metadata: (node?.raw.metadata as Record<string, unknown>) ?? {} },
+    admin: admin?.has('address') ? { address: readAddress(admin.requiredMsg('address')) } : undefined,
+    listeners,
+    clusters,
+    source: raw,
+  };
+}
+
+/** Envoy validates that static routes and tcp_proxy name existing clusters (validate_clusters). */
+function checkClusterReferences(sr: Msg | undefined, clusters: Set<string>): void {
+  if (!sr) return;
+  const check = (m: Msg, key: string): void => {
+    const name = m.str(key);
+    if (name && !clusters.has(name)) throw m.error(key, `unknown cluster '${name}'`);
+  };
+  for (const l of sr.list('listeners')) {
+    for (const chain of [...l.list('filter_chains'), ...(l.msg('default_filter_chain') ? [l.requiredMsg('default_filter_chain')] : [])]) {
+      for (const f of chain.list('filters')) {
+        const tc = f.msg('typed_config');
+        if (!tc) continue;
+        check(tc, 'cluster');
+        for (const w of tc.msg('weighted_clusters')?.list('clusters') ?? []) check(w, 'name');
+        const rc = tc.msg('route_config');
+        if (!rc || rc.has('validate_clusters') && !rc.bool('validate_clusters')) continue;
+        for (const vh of rc.list('virtual_hosts')) for (const r of vh.list('routes')) {
+          const ra = r.msg('route');
+          if (!ra) continue;
+          check(ra, 'cluster');
+          for (const w of ra.msg('weighted_clusters')?.list('clusters') ?? []) check(w, 'name');
+        }
+      }
+    }
+  }
+}

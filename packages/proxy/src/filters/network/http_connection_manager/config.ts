@@ -1,0 +1,103 @@
+import type { Msg } from '../../../config/fields.ts';
+import { RouteTable } from '../../../http/route-config.ts';
+import { compileRouterFilter, ROUTER_TYPE, type RouterFilterConfig } from '../../http/router/config.ts';
+import { compileAccessLogs, type AccessLogger } from '../../../telemetry/access-log.ts';
+
+export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
+const CODECS = ['AUTO', 'HTTP1', 'HTTP2', 'HTTP3'] as const;
+const SERVER_HEADER = ['OVERWRITE', 'APPEND_IF_ABSENT', 'PASS_THROUGH'] as const;
+const UNDERSCORES = ['ALLOW', 'REJECT_REQUEST', 'DROP_HEADER'] as const;
+
+/** Fields that change behaviour and are not built yet: refused rather than ignored. */
+const NOT_YET = ['rds', 'scoped_routes', 'tracing', 'add_user_agent', 'internal_address_config', 'forward_client_cert_details',
+  'set_current_client_cert_details', 'original_ip_detection_extensions', 'early_header_mutation_extensions', 'request_id_extension',
+  'local_reply_config', 'strip_matching_host_port', 'strip_any_host_port', 'path_normalization_options', 'normalize_path', 'merge_slashes'];
+
+export interface HcmConfig {
+  readonly statPrefix: string;
+  readonly codec: (typeof CODECS)[number];
+  readonly routes: RouteTable;
+  readonly router: RouterFilterConfig;
+  readonly serverName: string;
+  readonly serverHeader: (typeof SERVER_HEADER)[number];
+  readonly useRemoteAddress: boolean;
+  readonly skipXffAppend: boolean;
+  readonly generateRequestId: boolean;
+  readonly preserveExternalRequestId: boolean;
+  readonly schemeOverwrite: string;
+  readonly idleTimeoutMs: number;
+  readonly streamIdleTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly requestHeadersTimeoutMs: number;
+  readonly maxRequestHeadersKb: number;
+  readonly maxHeadersCount: number;
+  readonly underscores: (typeof UNDERSCORES)[number];
+  readonly drainTimeoutMs: number;
+  readonly acceptHttp10: boolean;
+  readonly h2MaxConcurrentStreams: number;
+  readonly h2InitialStreamWindow: number;
+  readonly h2InitialConnectionWindow: number;
+  readonly h2AllowConnect: boolean;
+  /** HCM-level upgrade_configs: upgrade type (lower case) → enabled. */
+  readonly upgrades: ReadonlyMap<string, boolean>;
+  readonly accessLogs: readonly AccessLogger[];
+}
+
+export function compileHcm(m: Msg): HcmConfig {
+  for (const f of NOT_YET) if (m.has(f)) throw m.error(f, 'is not supported yet');
+  const rc = m.msg('route_config');
+  if (!rc) throw m.error('route_config', 'an inline route_config is required (RDS needs dynamic_resources)');
+  const filters = m.list('http_filters');
+  if (filters.length === 0) throw m.error('http_filters', 'the router filter is required');
+  let router: RouterFilterConfig | undefined;
+  for (const [i, f] of filters.entries()) {
+    const tc = f.msg('typed_config');
+    const url = tc?.str('@type') ?? '';
+    const isRouter = url === ROUTER_TYPE || (!tc && f.str('name') === 'envoy.filters.http.router');
+    if (!isRouter) {
+      if (f.bool('is_optional')) continue;
+      throw f.error(tc ? 'typed_config' : 'name', `unsupported HTTP filter ${url || f.str('name')}`);
+    }
+    if (i !== filters.length - 1) throw f.error('', 'the router must be the last HTTP filter');
+    router = compileRouterFilter(tc);
+  }
+  const common = m.msg('common_http_protocol_options');
+  const h1 = m.msg('http_protocol_options');
+  const h2 = m.msg('http2_protocol_options');
+  const upgrades = new Map<string, boolean>();
+  for (const u of m.list('upgrade_configs')) {
+    if (u.list('filters').length) throw u.error('filters', 'upgrade filter chains are not supported');
+    upgrades.set(u.requiredStr('upgrade_type').toLowerCase(), u.bool('enabled', true));
+  }
+  const maxKb = m.num('max_request_headers_kb', 60);
+  if (maxKb < 1 || maxKb > 8192) throw m.error('max_request_headers_kb', 'must be between 1 and 8192');
+  const schemeTransform = m.msg('scheme_header_transformation');
+  return {
+    statPrefix: m.requiredStr('stat_prefix'),
+    codec: m.enumOf('codec_type', CODECS),
+    routes: new RouteTable(rc),
+    router: router as RouterFilterConfig,
+    serverName: m.str('server_name', 'envoy'),
+    serverHeader: m.enumOf('server_header_transformation', SERVER_HEADER),
+    useRemoteAddress: m.bool('use_remote_address'),
+    skipXffAppend: m.bool('skip_xff_append'),
+    generateRequestId: m.bool('generate_request_id', true),
+    preserveExternalRequestId: m.bool('preserve_external_request_id'),
+    schemeOverwrite: schemeTransform?.str('scheme_to_overwrite') ?? '',
+    idleTimeoutMs: common?.durationMs('idle_timeout', 3_600_000) ?? 3_600_000,
+    streamIdleTimeoutMs: m.durationMs('stream_idle_timeout', 300_000),
+    requestTimeoutMs: m.durationMs('request_timeout', 0),
+    requestHeadersTimeoutMs: m.durationMs('request_headers_timeout', 0),
+    maxRequestHeadersKb: maxKb,
+    maxHeadersCount: common?.num('max_headers_count', 100) ?? 100,
+    underscores: common?.enumOf('headers_with_underscores_action', UNDERSCORES) ?? 'ALLOW',
+    drainTimeoutMs: m.durationMs('drain_timeout', 5000),
+    acceptHttp10: h1?.bool('accept_http_10') ?? false,
+    h2MaxConcurrentStreams: h2?.num('max_concurrent_streams', 2147483647) ?? 2147483647,
+    h2InitialStreamWindow: h2?.num('initial_stream_window_size', 268435456) ?? 268435456,
+    h2InitialConnectionWindow: h2?.num('initial_connection_window_size', 268435456) ?? 268435456,
+    h2AllowConnect: h2?.bool('allow_connect') ?? false,
+    upgrades,
+    accessLogs: compileAccessLogs(m.list('access_log')),
+  };
+}

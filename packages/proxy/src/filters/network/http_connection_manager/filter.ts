@@ -1,0 +1,171 @@
+import { createServer as createH1Server, type IncomingMessage, type Server as H1Server, type ServerResponse } from 'node:http';
+import { createServer as createH2Server, constants as h2c, type Http2Server, type Http2Session, type ServerHttp2Stream, type IncomingHttpHeaders as H2Headers } from 'node:http2';
+import type { Socket } from 'node:net';
+import type { HcmConfig } from './config.ts';
+import { H1Exchange, H2Exchange } from '../../../http/exchange.ts';
+import { routeRequest, type RouterSettings } from '../../../http/router.ts';
+import { HcmStats } from '../../../http/hcm-stats.ts';
+import { sendLocalReply } from '../../../http/local-reply.ts';
+import { connInfoOf, type ConnInfo } from '../../../listener/conn-info.ts';
+import { peek, sniffHttp } from '../../../listener/peek.ts';
+import type { ClusterManager } from '../../../upstream/manager.ts';
+import type { StatsStore } from '../../../stats/store.ts';
+import type { RequestRecord } from '../../../http/request-record.ts';
+import { handleUpgrade, handleH1Connect, handleH2Connect } from '../../../http/upgrade.ts';
+
+/**
+ * One HttpConnectionManager config made live: an HTTP/1.1 server and an HTTP/2
+ * server (node's codecs) that connections are handed to after codec selection.
+ * Built once per filter chain; each connection costs only the codec's own state.
+ */
+export class HttpConnectionManager {
+  readonly config: HcmConfig;
+  readonly settings: RouterSettings;
+  private readonly h1: H1Server;
+  private readonly h2: Http2Server;
+  private readonly sessions = new Set<Http2Session>();
+  private readonly sockets = new Set<Socket>();
+  private draining = false;
+
+  constructor(config: HcmConfig, clusters: ClusterManager, store: StatsStore) {
+    this.config = config;
+    const stats = new HcmStats(store, config.statPrefix);
+    const logs = config.accessLogs;
+    this.settings = {
+      routes: config.routes,
+      clusters,
+      serverName: config.serverHeader === 'OVERWRITE' ? config.serverName : '',
+      useRemoteAddress: config.useRemoteAddress,
+      skipXffAppend: config.skipXffAppend,
+      generateRequestId: config.generateRequestId,
+      preserveExternalRequestId: config.preserveExternalRequestId,
+      suppressEnvoyHeaders: config.router.suppressEnvoyHeaders,
+      schemeOverwrite: config.schemeOverwrite,
+      stats,
+      onComplete: logs.length ? (r: RequestRecord) => { for (const l of logs) l.log(r); } : undefined,
+    };
+    this.h1 = this.createH1();
+    this.h2 = this.createH2();
+  }
+
+  private createH1(): H1Server {
+    const c = this.config;
+    const server = createH1Server({
+      maxHeaderSize: c.maxRequestHeadersKb * 1024,
+      requestTimeout: c.requestTimeoutMs,
+      headersTimeout: c.requestHeadersTimeoutMs || (c.requestTimeoutMs ? c.requestTimeoutMs : 0),
+      keepAliveTimeout: c.idleTimeoutMs,
+      noDelay: true,
+      requireHostHeader: true,
+    });
+    // Count one past the limit so an oversized header list is seen and refused (Envoy: 431), not truncated.
+    server.maxHeadersCount = c.maxHeadersCount + 1;
+    server.timeout = c.idleTimeoutMs;
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => this.onH1Request(req, res));
+    server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => handleUpgrade(this, req, socket, head));
+    server.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => handleH1Connect(this, req, socket, head));
+    server.on('clientError', (err: Error & { code?: string }, socket: Socket) => {
+      this.settings.stats.cxProtocolError.inc();
+      if (!socket.writable) { socket.destroy(); return; }
+      const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+      if (tooLarge) this.settings.stats.rqTooLarge.inc();
+      const status = tooLarge ? '431 Request Header Fields Too Large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
+      socket.end(`HTTP/1.1 ${status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
+    });
+    return server;
+  }
+
+  private createH2(): Http2Server {
+    const c = this.config;
+    const server = createH2Server({
+      maxSessionMemory: 64,
+      maxHeaderListPairs: c.maxHeadersCount + 1,
+      maxSendHeaderBlockLength: 1 << 20,
+      settings: {
+        maxConcurrentStreams: Math.min(c.h2MaxConcurrentStreams, 2 ** 31 - 1),
+        initialWindowSize: Math.min(c.h2InitialStreamWindow, 2 ** 31 - 1),
+        maxHeaderListSize: c.maxRequestHeadersKb * 1024,
+      },
+    });
+    server.on('session', (session: Http2Session) => {
+      this.sessions.add(session);
+      session.once('close', () => this.sessions.delete(session));
+      session.setLocalWindowSize(Math.min(c.h2InitialConnectionWindow, 2 ** 31 - 1));
+      if (this.draining) session.goaway(h2c.NGHTTP2_NO_ERROR);
+    });
+    server.on('stream', (stream: ServerHttp2Stream, headers: H2Headers, flags: number) => this.onH2Stream(stream, headers, flags));
+    server.on('sessionError', () => this.settings.stats.cxProtocolError.inc());
+    server.setTimeout(c.idleTimeoutMs);
+    return server;
+  }
+
+  /** A connection whose filter chain ends in this HCM. `alpn` is the TLS-negotiated protocol, if any. */
+  onConnection(socket: Socket, conn: ConnInfo): void {
+    const stats = this.settings.stats;
+    stats.cxTotal.inc();
+    stats.cxActive.inc();
+    this.sockets.add(socket);
+    socket.once('close', () => { stats.cxActive.dec(); this.sockets.delete(socket); });
+    const codec = this.config.codec;
+    if (codec === 'HTTP2' || conn.alpn === 'h2') return this.toH2(socket);
+    if (codec === 'HTTP1' || conn.alpn === 'http/1.1') return this.toH1(socket);
+    peek(socket, (b) => sniffHttp(b) !== '', 15_000, (bytes) => {
+      if (socket.destroyed) return;
+      if (sniffHttp(bytes) === 'h2c') this.toH2(socket); else this.toH1(socket);
+    });
+  }
+
+  private toH1(socket: Socket): void {
+    this.settings.stats.cxHttp1Total.inc();
+    this.h1.emit('connection', socket);
+    socket.resume();
+  }
+
+  private toH2(socket: Socket): void {
+    this.settings.stats.cxHttp2Total.inc();
+    this.h2.emit('connection', socket);
+    socket.resume();
+  }
+
+  private onH1Request(req: IncomingMessage, res: ServerResponse): void {
+    const conn = connInfoOf(req.socket);
+    if (!conn) { res.destroy(); return; }
+    if (this.draining) res.shouldKeepAlive = false;
+    res.sendDate = false;
+    const ex = new H1Exchange(req, res, conn);
+    this.settings.stats.rqHttp1Total.value++;
+    if (req.rawHeaders.length > this.config.maxHeadersCount * 2) {
+      this.settings.stats.rqTooLarge.inc();
+      res.shouldKeepAlive = false;
+      sendLocalReply(ex, 431, undefined, this.settings.serverName);
+      return;
+    }
+    if (ex.protocol === 'HTTP/1.0' && !this.config.acceptHttp10) {
+      res.shouldKeepAlive = false;
+      sendLocalReply(ex, 426, undefined, this.settings.serverName);
+      return;
+    }
+    routeRequest(ex, this.settings);
+  }
+
+  private onH2Stream(stream: ServerHttp2Stream, headers: H2Headers, flags: number): void {
+    const conn = connInfoOf(stream.session?.socket as Socket);
+    if (!conn) { stream.close(h2c.NGHTTP2_INTERNAL_ERROR); return; }
+    this.settings.stats.rqHttp2Total.value++;
+    if (headers[':method'] === 'CONNECT') { handleH2Connect(this, stream, headers, conn); return; }
+    routeRequest(new H2Exchange(stream, headers, (flags & h2c.NGHTTP2_FLAG_END_STREAM) !== 0, conn), this.settings);
+  }
+
+  /** Stop taking new requests on existing connections: GOAWAY on HTTP/2, `connection: close` on HTTP/1. */
+  drain(): void {
+    this.draining = true;
+    for (const s of this.sessions) s.goaway(h2c.NGHTTP2_NO_ERROR);
+    this.h1.closeIdleConnections();
+  }
+
+  /** Close everything now. */
+  close(): void {
+    for (const s of this.sessions) s.destroy();
+    for (const s of this.sockets) s.destroy();
+  }
+}

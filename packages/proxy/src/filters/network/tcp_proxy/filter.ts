@@ -1,0 +1,112 @@
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { TcpProxyConfig } from './config.ts';
+import type { ConnInfo } from '../../../listener/conn-info.ts';
+import type { ClusterManager } from '../../../upstream/manager.ts';
+import type { Cluster } from '../../../upstream/cluster.ts';
+import type { Host } from '../../../upstream/host.ts';
+import type { Counter, Gauge, StatsStore } from '../../../stats/store.ts';
+import { connectHost, splice } from '../../../http/tunnel.ts';
+import { openConnectTunnel } from '../../../upstream/connect-tunnel.ts';
+import { TcpRecord } from './record.ts';
+import { log } from '../../../core/log.ts';
+
+class TcpProxyStats {
+  readonly cxTotal: Counter;
+  readonly cxActive: Gauge;
+  readonly noRoute: Counter;
+  readonly rxBytes: Counter;
+  readonly txBytes: Counter;
+  readonly idleTimeout: Counter;
+  readonly connectFail: Counter;
+  constructor(store: StatsStore, prefix: string) {
+    const p = store.scope('tcp', 'envoy_tcp_prefix', prefix);
+    this.cxTotal = p.counter('downstream_cx_total');
+    this.cxActive = p.gauge('downstream_cx_active');
+    this.noRoute = p.counter('downstream_cx_no_route');
+    this.rxBytes = p.counter('downstream_cx_rx_bytes_total');
+    this.txBytes = p.counter('downstream_cx_tx_bytes_total');
+    this.idleTimeout = p.counter('idle_timeout');
+    this.connectFail = p.counter('upstream_cx_connect_fail');
+  }
+}
+
+/** envoy.filters.network.tcp_proxy made live: one upstream connection (or CONNECT tunnel) per downstream connection. */
+export class TcpProxy {
+  readonly config: TcpProxyConfig;
+  private readonly clusters: ClusterManager;
+  private readonly stats: TcpProxyStats;
+
+  constructor(config: TcpProxyConfig, clusters: ClusterManager, store: StatsStore) {
+    this.config = config;
+    this.clusters = clusters;
+    this.stats = new TcpProxyStats(store, config.statPrefix);
+  }
+
+  private clusterName(): string {
+    const c = this.config;
+    if (c.cluster) return c.cluster;
+    let r = Math.random() * c.totalWeight;
+    for (const w of c.weighted) { r -= w.weight; if (r < 0) return w.name; }
+    return c.weighted[c.weighted.length - 1].name;
+  }
+
+  onConnection(socket: Socket, conn: ConnInfo): void {
+    const stats = this.stats;
+    stats.cxTotal.inc();
+    stats.cxActive.inc();
+    const rec = new TcpRecord(conn);
+    socket.once('close', () => stats.cxActive.dec());
+    const cluster = this.clusters.get(this.clusterName());
+    if (!cluster) { stats.noRoute.inc(); rec.flags = 'NC'; this.finish(rec); socket.destroy(); return; }
+    rec.upstreamCluster = cluster.config.name;
+    this.attempt(socket, conn, cluster, rec, 1, undefined);
+  }
+
+  private attempt(socket: Socket, conn: ConnInfo, cluster: Cluster, rec: TcpRecord, n: number, previous: Host | undefined): void {
+    const host = cluster.pick({ originalDst: conn.originalDst, exclude: previous });
+    if (!host) { cluster.stats.cxNone.inc(); rec.flags = 'UH'; this.finish(rec); socket.destroy(); return; }
+    rec.upstreamHost = host.hostPort;
+    const onUp = (upstream: Duplex): void => this.connected(socket, upstream, rec);
+    const onFail = (err: Error): void => {
+      log.debug(`tcp_proxy ${this.config.statPrefix}: connect to ${host.hostPort} failed: ${err.message}`);
+      cluster.stats.cxConnectFail.inc();
+      this.stats.connectFail.inc();
+      if (socket.destroyed) return;
+      if (n < this.config.maxConnectAttempts) return this.attempt(socket, conn, cluster, rec, n + 1, host);
+      rec.flags = 'UF';
+      this.finish(rec);
+      socket.destroy();
+    };
+    if (this.config.tunnelHostname !== undefined) {
+      const authority = this.config.tunnelHostname
+        .replace('%DOWNSTREAM_LOCAL_PORT%', String(conn.localPort))
+        .replace('%DOWNSTREAM_LOCAL_ADDRESS%', conn.localAddress);
+      openConnectTunnel(cluster, host, authority, this.config.tunnelHeaders, onUp, onFail);
+      return;
+    }
+    const upstream = connectHost(cluster, host);
+    let up = false;
+    upstream.once(cluster.config.tls ? 'secureConnect' : 'connect', () => { up = true; onUp(upstream); });
+    upstream.once('error', (err) => { if (!up) onFail(err); });
+  }
+
+  private connected(socket: Socket, upstream: Duplex, rec: TcpRecord): void {
+    const idle = this.config.idleTimeoutMs;
+    if (idle > 0) {
+      socket.setTimeout(idle, () => { this.stats.idleTimeout.inc(); socket.destroy(); });
+    }
+    splice(socket, upstream, (rx, tx) => {
+      rec.bytesReceived = rx;
+      rec.bytesSent = tx;
+      this.stats.rxBytes.inc(rx);
+      this.stats.txBytes.inc(tx);
+      this.finish(rec);
+    });
+  }
+
+  private finish(rec: TcpRecord): void {
+    rec.durationMs = performance.now() - rec.startMs;
+    for (const l of this.config.accessLogs) l.log(rec);
+  }
+}

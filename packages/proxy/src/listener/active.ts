@@ -1,0 +1,206 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
+import type { ListenerConfig, FilterChainConfig } from './config.ts';
+import type { ConnectionFacts } from './filter-chain-match.ts';
+import { parseClientHello } from './client-hello.ts';
+import { peek, sniffHttp } from './peek.ts';
+import { setConnInfo, nextConnectionId, type ConnInfo } from './conn-info.ts';
+import { HttpConnectionManager } from '../filters/network/http_connection_manager/filter.ts';
+import { TcpProxy } from '../filters/network/tcp_proxy/filter.ts';
+import type { ClusterManager } from '../upstream/manager.ts';
+import type { StatsStore, Counter, Gauge } from '../stats/store.ts';
+import { sansAccepted } from '../tls/context.ts';
+import { originalDestination, available as sockoptAvailable } from '../sys/sockopt.ts';
+import { log } from '../core/log.ts';
+
+type Terminal = HttpConnectionManager | TcpProxy;
+
+class ListenerStats {
+  readonly cxTotal: Counter;
+  readonly cxActive: Gauge;
+  readonly noChain: Counter;
+  readonly handshake: Counter;
+  readonly handshakeError: Counter;
+  readonly timeouts: Counter;
+  constructor(store: StatsStore, prefix: string) {
+    const p = store.scope('listener', 'envoy_listener_address', prefix);
+    this.cxTotal = p.counter('downstream_cx_total');
+    this.cxActive = p.gauge('downstream_cx_active');
+    this.noChain = p.counter('no_filter_chain_match');
+    this.handshake = p.counter('ssl.handshake');
+    this.handshakeError = p.counter('ssl.connection_error');
+    this.timeouts = p.counter('downstream_pre_cx_timeout');
+  }
+}
+
+/**
+ * One listener made live: accepts, runs listener filters (tls/http inspector,
+ * original_dst), picks the filter chain, terminates TLS and hands the connection
+ * to the chain's terminal filter.
+ */
+export class ActiveListener {
+  readonly config: ListenerConfig;
+  private readonly terminals = new Map<FilterChainConfig, Terminal>();
+  private readonly stats: ListenerStats;
+  private server: Server | undefined;
+  /** Finds the listener for an original destination (use_original_dst hand-off). */
+  private readonly redirect: ((address: string, port: number) => ActiveListener | undefined) | undefined;
+
+  constructor(config: ListenerConfig, clusters: ClusterManager, store: StatsStore, redirect?: (address: string, port: number) => ActiveListener | undefined) {
+    this.config = config;
+    this.stats = new ListenerStats(store, config.statPrefix);
+    this.redirect = redirect;
+    this.clusters = clusters;
+    this.store = store;
+  }
+
+  private readonly clusters: ClusterManager;
+  private readonly store: StatsStore;
+
+  private terminalFor(chain: FilterChainConfig): Terminal {
+    let t = this.terminals.get(chain);
+    if (!t) {
+      t = chain.terminal.kind === 'hcm'
+        ? new HttpConnectionManager(chain.terminal.config, this.clusters, this.store)
+        : new TcpProxy(chain.terminal.config, this.clusters, this.store);
+      this.terminals.set(chain, t);
+    }
+    return t;
+  }
+
+  listen(reusePort: boolean): Promise<void> {
+    const server = createServer({ allowHalfOpen: true, noDelay: true, pauseOnConnect: true }, (s) => this.accept(s));
+    this.server = server;
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host: this.config.address.address, port: this.config.address.port, reusePort, backlog: 1024 }, () => {
+        server.removeListener('error', reject);
+        server.on('error', (err) => log.error(`listener ${this.config.name}: ${err.message}`));
+        resolve();
+      });
+    });
+  }
+
+  /** The port actually bound (useful when the config asked for port 0). */
+  get boundPort(): number {
+    const a = this.server?.address();
+    return a && typeof a === 'object' ? a.port : this.config.address.port;
+  }
+
+  accept(socket: Socket): void {
+    const stats = this.stats;
+    stats.cxTotal.inc();
+    stats.cxActive.inc();
+    socket.once('close', () => stats.cxActive.dec());
+    socket.on('error', () => { /* reported by the filter that owns the socket */ });
+    const dst = this.config.originalDst && sockoptAvailable ? originalDestination(socket) : { address: socket.localAddress ?? '', port: socket.localPort ?? 0 };
+    if (this.config.useOriginalDst && this.redirect && (dst.port !== socket.localPort || dst.address !== socket.localAddress)) {
+      const target = this.redirect(dst.address, dst.port);
+      if (target && target !== this) { stats.cxActive.dec(); socket.removeAllListeners('close'); target.handOff(socket, dst); return; }
+    }
+    this.inspect(socket, dst);
+  }
+
+  /** A connection handed over by a use_original_dst listener (Envoy's virtualOutbound → per-port listener). */
+  handOff(socket: Socket, dst: { address: string; port: number }): void {
+    this.stats.cxTotal.inc();
+    this.stats.cxActive.inc();
+    socket.once('close', () => this.stats.cxActive.dec());
+    this.inspect(socket, dst);
+  }
+
+  private inspect(socket: Socket, dst: { address: string; port: number }): void {
+    const facts: ConnectionFacts = {
+      destinationIp: stripMapped(dst.address), destinationPort: dst.port,
+      directSourceIp: stripMapped(socket.remoteAddress ?? ''), sourceIp: stripMapped(socket.remoteAddress ?? ''), sourcePort: socket.remotePort ?? 0,
+      serverName: '', transportProtocol: '', applicationProtocols: [],
+    };
+    const { tlsInspector, httpInspector } = this.config;
+    if (!tlsInspector && !httpInspector) return this.dispatch(socket, facts, dst);
+    peek(socket, (bytes) => {
+      const hello = tlsInspector ? parseClientHello(bytes) : undefined;
+      if (hello && hello.state === 'need-more') return false;
+      if (hello && hello.state === 'tls') return true;
+      return !httpInspector || sniffHttp(bytes) !== '' || bytes.indexOf('\r\n') >= 0;
+    }, this.config.listenerFiltersTimeoutMs, (bytes, timedOut) => {
+      if (timedOut && !this.config.continueOnListenerFiltersTimeout) { this.stats.timeouts.inc(); socket.destroy(); return; }
+      const hello = tlsInspector ? parseClientHello(bytes) : undefined;
+      if (hello?.state === 'tls') {
+        facts.transportProtocol = 'tls';
+        facts.serverName = hello.serverName;
+        facts.applicationProtocols = hello.alpn;
+      } else {
+        if (tlsInspector) facts.transportProtocol = 'raw_buffer';
+        if (httpInspector && bytes.length) {
+          const h = sniffHttp(bytes);
+          if (h === 'h2c') facts.applicationProtocols = ['h2c'];
+          else if (/^[A-Z]+ \S+ HTTP\/1\.[01]\r\n/.test(bytes.toString('latin1', 0, Math.min(bytes.length, 4096)).split('\n')[0] + '\n')) facts.applicationProtocols = ['http/1.1'];
+        }
+      }
+      this.dispatch(socket, facts, dst);
+    });
+  }
+
+  private dispatch(socket: Socket, facts: ConnectionFacts, dst: { address: string; port: number }): void {
+    const chain = this.config.chains.select(facts);
+    if (!chain) {
+      this.stats.noChain.inc();
+      log.debug(`listener ${this.config.name}: no filter chain matches ${facts.sourceIp} → ${facts.destinationIp}:${facts.destinationPort}`);
+      socket.destroy();
+      return;
+    }
+    const terminal = this.terminalFor(chain);
+    const base = {
+      id: nextConnectionId(),
+      remoteAddress: stripMapped(socket.remoteAddress ?? ''),
+      remotePort: socket.remotePort ?? 0,
+      localAddress: stripMapped(socket.localAddress ?? ''),
+      localPort: socket.localPort ?? 0,
+      originalDst: { address: stripMapped(dst.address), port: dst.port },
+      startTime: Date.now(),
+    };
+    if (!chain.tls) {
+      const info: ConnInfo = { ...base, tls: false, serverName: facts.serverName, alpn: '' };
+      setConnInfo(socket, info);
+      terminal.onConnection(socket, info);
+      socket.resume();
+      return;
+    }
+    const tls = chain.tls;
+    const secure = new TLSSocket(socket, {
+      isServer: true,
+      secureContext: tls.context,
+      ALPNProtocols: tls.alpn.length ? [...tls.alpn] : undefined,
+      requestCert: tls.requireClientCertificate || tls.verifyPeer,
+      rejectUnauthorized: tls.requireClientCertificate,
+    });
+    secure.on('error', () => { this.stats.handshakeError.inc(); socket.destroy(); });
+    secure.once('secure', () => {
+      if (tls.verifyPeer && secure.getPeerCertificate()?.raw && (!secure.authorized || !sansAccepted(tls, secure.getPeerCertificate()))) {
+        this.stats.handshakeError.inc();
+        secure.destroy();
+        return;
+      }
+      this.stats.handshake.inc();
+      const info: ConnInfo = { ...base, tls: true, serverName: (secure as TLSSocket & { servername?: string }).servername || facts.serverName, alpn: secure.alpnProtocol || '' };
+      setConnInfo(secure, info);
+      terminal.onConnection(secure as unknown as Socket, info);
+    });
+    socket.resume();
+  }
+
+  /** Stop accepting; existing connections drain (HTTP: GOAWAY / connection: close). */
+  drain(): void {
+    this.server?.close();
+    for (const t of this.terminals.values()) if (t instanceof HttpConnectionManager) t.drain();
+  }
+
+  close(): void {
+    this.server?.close();
+    for (const t of this.terminals.values()) if (t instanceof HttpConnectionManager) t.close();
+  }
+}
+
+function stripMapped(ip: string): string {
+  return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip;
+}

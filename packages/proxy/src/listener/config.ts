@@ -1,0 +1,111 @@
+import type { Msg } from '../config/fields.ts';
+import { readAddress, type SocketAddress } from '../config/address.ts';
+import { compileDownstreamTls, DOWNSTREAM_TLS, type DownstreamTls } from '../tls/context.ts';
+import { compileHcm, HCM_TYPE, type HcmConfig } from '../filters/network/http_connection_manager/config.ts';
+import { compileTcpProxy, TCP_PROXY_TYPE, type TcpProxyConfig } from '../filters/network/tcp_proxy/config.ts';
+import { compileFilterChainMatcher, type FilterChainMatcher } from './filter-chain-match.ts';
+
+const TLS_INSPECTOR = 'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector';
+const HTTP_INSPECTOR = 'type.googleapis.com/envoy.extensions.filters.listener.http_inspector.v3.HttpInspector';
+const ORIGINAL_DST = 'type.googleapis.com/envoy.extensions.filters.listener.original_dst.v3.OriginalDst';
+const LISTENER_FILTER_NAMES: Record<string, string> = {
+  'envoy.filters.listener.tls_inspector': TLS_INSPECTOR,
+  'envoy.filters.listener.http_inspector': HTTP_INSPECTOR,
+  'envoy.filters.listener.original_dst': ORIGINAL_DST,
+};
+const NETWORK_FILTER_NAMES: Record<string, string> = {
+  'envoy.filters.network.http_connection_manager': HCM_TYPE,
+  'envoy.filters.network.tcp_proxy': TCP_PROXY_TYPE,
+};
+const RAW_BUFFER = 'type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer';
+
+/** The terminal network filter of a chain; other network filters are not built yet. */
+export type Terminal = { kind: 'hcm'; config: HcmConfig } | { kind: 'tcp_proxy'; config: TcpProxyConfig };
+
+export interface FilterChainConfig {
+  readonly name: string;
+  readonly tls: DownstreamTls | undefined;
+  readonly terminal: Terminal;
+}
+
+export interface ListenerConfig {
+  readonly name: string;
+  readonly address: SocketAddress;
+  readonly bindToPort: boolean;
+  readonly useOriginalDst: boolean;
+  readonly transparent: boolean;
+  readonly tlsInspector: boolean;
+  readonly httpInspector: boolean;
+  readonly originalDst: boolean;
+  readonly listenerFiltersTimeoutMs: number;
+  readonly continueOnListenerFiltersTimeout: boolean;
+  readonly chains: FilterChainMatcher<FilterChainConfig>;
+  readonly chainCount: number;
+  readonly statPrefix: string;
+  readonly source: Record<string, unknown>;
+}
+
+export function compileListener(m: Msg, index: number): ListenerConfig {
+  for (const f of ['internal_listener', 'api_listener', 'udp_listener_config', 'additional_addresses', 'filter_chain_matcher', 'access_log', 'connection_balance_config']) {
+    if (m.has(f)) throw m.error(f, 'is not supported yet');
+  }
+  const address = readAddress(m.requiredMsg('address'));
+  const name = m.str('name') || `listener_${index}`;
+  let tlsInspector = false, httpInspector = false, originalDst = false;
+  for (const lf of m.list('listener_filters')) {
+    const tc = lf.msg('typed_config');
+    const url = tc?.str('@type') || LISTENER_FILTER_NAMES[lf.str('name')] || '';
+    if (lf.has('filter_disabled')) throw lf.error('filter_disabled', 'is not supported yet');
+    if (url === TLS_INSPECTOR) tlsInspector = true;
+    else if (url === HTTP_INSPECTOR) httpInspector = true;
+    else if (url === ORIGINAL_DST) originalDst = true;
+    else throw lf.error(tc ? 'typed_config' : 'name', `unsupported listener filter ${url || lf.str('name')}`);
+  }
+  const chains = m.list('filter_chains');
+  const dfc = m.msg('default_filter_chain');
+  if (chains.length === 0 && !dfc) throw m.error('filter_chains', 'at least one filter chain is required');
+  const compiled = chains.map((c) => ({ match: c.msg('filter_chain_match'), value: compileChain(c), name: c.str('name') }));
+  return {
+    name,
+    address,
+    bindToPort: m.bool('bind_to_port', true),
+    useOriginalDst: m.bool('use_original_dst'),
+    transparent: m.bool('transparent'),
+    tlsInspector,
+    httpInspector,
+    originalDst,
+    listenerFiltersTimeoutMs: m.durationMs('listener_filters_timeout', 15_000),
+    continueOnListenerFiltersTimeout: m.bool('continue_on_listener_filters_timeout'),
+    chains: compileFilterChainMatcher(compiled, dfc ? compileChain(dfc) : undefined),
+    chainCount: chains.length + (dfc ? 1 : 0),
+    statPrefix: m.str('stat_prefix') || `${address.address}_${address.port}`,
+    source: m.raw,
+  };
+}
+
+function compileChain(m: Msg): FilterChainConfig {
+  for (const f of ['on_demand_configuration', 'transport_socket_connect_timeout']) if (m.has(f)) throw m.error(f, 'is not supported yet');
+  const filters = m.list('filters');
+  if (filters.length === 0) throw m.error('filters', 'a filter chain needs a terminal network filter');
+  let terminal: Terminal | undefined;
+  for (const [i, f] of filters.entries()) {
+    if (f.has('config_discovery')) throw f.error('config_discovery', 'ECDS needs dynamic_resources (not served yet)');
+    const tc = f.msg('typed_config');
+    const url = tc?.str('@type') || NETWORK_FILTER_NAMES[f.str('name')] || '';
+    if (url !== HCM_TYPE && url !== TCP_PROXY_TYPE) throw f.error(tc ? 'typed_config' : 'name', `unsupported network filter ${url || f.str('name')}`);
+    if (i !== filters.length - 1) throw f.error('', `${url} is a terminal filter and must be last`);
+    if (!tc) throw f.error('typed_config', 'is required');
+    terminal = url === HCM_TYPE ? { kind: 'hcm', config: compileHcm(tc) } : { kind: 'tcp_proxy', config: compileTcpProxy(tc) };
+  }
+  return { name: m.str('name'), tls: readDownstreamTransport(m), terminal: terminal as Terminal };
+}
+
+function readDownstreamTransport(m: Msg): DownstreamTls | undefined {
+  const ts = m.msg('transport_socket');
+  if (!ts) return undefined;
+  const tc = ts.msg('typed_config');
+  const url = tc?.str('@type') ?? '';
+  if (url === RAW_BUFFER || (!tc && ts.str('name') === 'envoy.transport_sockets.raw_buffer')) return undefined;
+  if (url === DOWNSTREAM_TLS && tc) return compileDownstreamTls(tc);
+  throw ts.error('typed_config', `unsupported transport socket ${url || ts.str('name')}`);
+}

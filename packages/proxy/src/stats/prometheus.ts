@@ -1,0 +1,68 @@
+import { HISTOGRAM_BOUNDS, type StatsStore } from './store.ts';
+
+/**
+ * Envoy's Prometheus exposition: `envoy_` + the stat name with its tag values
+ * pulled out (Envoy's default tag extractors), e.g.
+ * `cluster.backend.upstream_rq_2xx` → `envoy_cluster_upstream_rq_xx{envoy_response_code_class="2",envoy_cluster_name="backend"}`.
+ */
+interface Extracted { name: string; tags: Array<readonly [string, string]> }
+
+export function extractTags(store: StatsStore, stat: string): Extracted {
+  const known = store.tags.get(stat);
+  const tags: Array<readonly [string, string]> = known ? [...known.tags] : [];
+  let rest = known ? known.base : stat;
+  const code = /^(.*_rq_)([1-5])xx$/.exec(rest);
+  if (code) { rest = `${code[1]}xx`; tags.unshift(['envoy_response_code_class', code[2]]); }
+  return { name: 'envoy_' + rest.replace(/[^a-zA-Z0-9_]/g, '_'), tags };
+}
+
+function labels(tags: Array<readonly [string, string]>, extra = ''): string {
+  const parts = tags.map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`);
+  if (extra) parts.push(extra);
+  return parts.length ? `{${parts.join(',')}}` : '';
+}
+
+export function renderPrometheus(store: StatsStore): string {
+  const groups = new Map<string, { type: string; lines: string[] }>();
+  const add = (name: string, type: string, line: string): void => {
+    let g = groups.get(name);
+    if (!g) { g = { type, lines: [] }; groups.set(name, g); }
+    g.lines.push(line);
+  };
+  for (const [stat, c] of store.counters) { const e = extractTags(store, stat); add(e.name, 'counter', `${e.name}${labels(e.tags)} ${c.value}`); }
+  for (const [stat, g] of store.gauges) { const e = extractTags(store, stat); add(e.name, 'gauge', `${e.name}${labels(e.tags)} ${g.value}`); }
+  for (const [stat, h] of store.histograms) {
+    const e = extractTags(store, stat);
+    let cum = 0;
+    for (let i = 0; i < HISTOGRAM_BOUNDS.length; i++) {
+      cum += h.buckets[i];
+      add(e.name, 'histogram', `${e.name}_bucket${labels(e.tags, `le="${HISTOGRAM_BOUNDS[i]}"`)} ${cum}`);
+    }
+    add(e.name, 'histogram', `${e.name}_bucket${labels(e.tags, 'le="+Inf"')} ${h.count}`);
+    add(e.name, 'histogram', `${e.name}_sum${labels(e.tags)} ${h.sum}`);
+    add(e.name, 'histogram', `${e.name}_count${labels(e.tags)} ${h.count}`);
+  }
+  let out = '';
+  for (const name of [...groups.keys()].sort()) {
+    const g = groups.get(name)!;
+    out += `# TYPE ${name} ${g.type}\n${g.lines.join('\n')}\n`;
+  }
+  return out;
+}
+
+/** Envoy's plain /stats text: `name: value`, sorted; histograms as P0..P100 are summarised by count and sum. */
+export function renderText(store: StatsStore, filter: RegExp | undefined): string {
+  const rows: string[] = [];
+  for (const [k, c] of store.counters) if (!filter || filter.test(k)) rows.push(`${k}: ${c.value}`);
+  for (const [k, g] of store.gauges) if (!filter || filter.test(k)) rows.push(`${k}: ${g.value}`);
+  for (const [k, h] of store.histograms) if (!filter || filter.test(k)) rows.push(`${k}: count=${h.count} sum=${h.sum.toFixed(3)}`);
+  return rows.sort().join('\n') + '\n';
+}
+
+export function renderJson(store: StatsStore, filter: RegExp | undefined): string {
+  const stats: Array<{ name: string; value: number }> = [];
+  for (const [k, c] of store.counters) if (!filter || filter.test(k)) stats.push({ name: k, value: c.value });
+  for (const [k, g] of store.gauges) if (!filter || filter.test(k)) stats.push({ name: k, value: g.value });
+  stats.sort((a, b) => (a.name < b.name ? -1 : 1));
+  return JSON.stringify({ stats });
+}

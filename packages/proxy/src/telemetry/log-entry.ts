@@ -1,0 +1,19 @@
+import type { ConnInfo } from '../listener/conn-info.ts';
+
+/** What an access log line can say about one request (HTTP) or connection (TCP). */
+export interface LogEntry {
+  readonly startTime: number;
+  readonly protocol: string;
+  readonly status: number;
+  readonly flags: string;
+  readonly details: string;
+  readonly bytesReceived: number;
+  readonly bytesSent: number;
+  readonly durationMs: number;
+  readonly upstreamHost: string;
+  readonly upstreamCluster: string;
+  readonly routeName: string;
+  readonly conn: ConnInfo;
+  requestHeader(name: string): string | undefined;
+  responseHeader(name: string): string | undefined;
+}
