@@ -113,10 +113,10 @@ export async function runToCompletion(
   return { code, stdout: proc.stdout, stderr: proc.stderr, timedOut };
 }
 
-/** The last `n` lines of a process's stderr (or stdout), for error messages. */
+/** The last `n` lines of a process's stderr (or stdout) without stack frames, for error messages. */
 export function tailOf(proc: Proc, n = 8): string {
   const text = (proc.stderr.trim() || proc.stdout.trim());
-  return text.split('\n').slice(-n).join('\n');
+  return text.split('\n').filter((l) => !/^\s+at /.test(l)).slice(-n).join('\n');
 }
 
 /** Absolute path of a system binary (sbin is not always on PATH). */

@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import { progress } from '../lib/progress.ts';
-import { runToCompletion, startProcess, stopProcess } from '../lib/procs.ts';
+import { runToCompletion, startProcess, stopProcess, tailOf } from '../lib/procs.ts';
 import { freePort, waitForPort } from '../lib/net.ts';
 import { REPO_ROOT, launchTarget, prepareTarget, stopTarget, type RunningTarget } from '../lib/targets.ts';
 import type { Column, Options, Row, ScenarioResult, TargetName } from '../lib/types.ts';
@@ -68,7 +68,8 @@ async function measure(target: TargetName, opts: Options, dir: string, sinkPort:
     running = await launchTarget(prepared, opts.skuaMain);
     Object.assign(row, await load(running, opts));
   } catch (err) {
-    row.error = (err as Error).message;
+    const logs = running?.proc ? tailOf(running.proc) : '';
+    row.error = (err as Error).message + (logs ? `\n${running?.label} output:\n${logs}` : '');
     progress(`l4 ${target}`, `FAILED: ${row.error}`);
   } finally {
     if (running) await stopTarget(running);

@@ -4,7 +4,7 @@
  * Targets run one after another; only the target under test is up.
  */
 import { progress } from '../lib/progress.ts';
-import { stopProcess } from '../lib/procs.ts';
+import { stopProcess, tailOf } from '../lib/procs.ts';
 import { freePort, httpGet } from '../lib/net.ts';
 import { BACKEND_BODY, nginxBackendConf } from '../lib/peer-configs.ts';
 import { launchTarget, prepareTarget, startNginx, stopTarget, type RunningTarget } from '../lib/targets.ts';
@@ -52,7 +52,8 @@ async function measure(target: TargetName, opts: Options, dir: string, backendPo
     running = await launchTarget(prepared, opts.skuaMain);
     row.metrics = await load(running, opts);
   } catch (err) {
-    row.error = (err as Error).message;
+    const logs = running?.proc ? tailOf(running.proc) : '';
+    row.error = (err as Error).message + (logs ? `\n${running?.label} output:\n${logs}` : '');
     progress(`l7 ${target}`, `FAILED: ${row.error}`);
   } finally {
     if (running) await stopTarget(running);

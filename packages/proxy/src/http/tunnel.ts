@@ -48,4 +48,6 @@ export function splice(a: Duplex, b: Duplex, onClose: (aToB: number, bToA: numbe
   b.on('error', fail);
   a.on('close', () => closed(a, b));
   b.on('close', () => closed(b, a));
+  a.resume();
+  b.resume();
 }

@@ -162,8 +162,8 @@ export class ActiveListener {
     if (!chain.tls) {
       const info: ConnInfo = { ...base, tls: false, serverName: facts.serverName, alpn: '' };
       setConnInfo(socket, info);
+      // The terminal filter starts reading (a sniffed socket must not be resumed before its codec owns it).
       terminal.onConnection(socket, info);
-      socket.resume();
       return;
     }
     const tls = chain.tls;

@@ -26,6 +26,7 @@ export function peek(socket: Socket, decide: (bytes: Buffer) => boolean, timeout
   const timer = setTimeout(() => finish(true), timeoutMs);
   socket.on('data', onData);
   socket.on('end', onEnd);
+  socket.resume();
 }
 
 /** The HTTP/2 connection preface (RFC 9113 §3.4). */

@@ -23,7 +23,9 @@ export class HttpConnectionManager {
   readonly settings: RouterSettings;
   private readonly h1: H1Server;
   private readonly h2: Http2Server;
-  private readonly sessions = new Set<Http2Session>();
+  private readonly sessions = new Map<Http2Session, ConnInfo>();
+  /** The connection being handed to the HTTP/2 server ('session' fires synchronously inside emit). */
+  private pendingConn: ConnInfo | undefined;
   private readonly sockets = new Set<Socket>();
   private draining = false;
 
@@ -88,7 +90,9 @@ export class HttpConnectionManager {
       },
     });
     server.on('session', (session: Http2Session) => {
-      this.sessions.add(session);
+      if (!this.pendingConn) { session.destroy(); return; }
+      this.sessions.set(session, this.pendingConn);
+      this.pendingConn = undefined;
       session.once('close', () => this.sessions.delete(session));
       session.setLocalWindowSize(Math.min(c.h2InitialConnectionWindow, 2 ** 31 - 1));
       if (this.draining) session.goaway(h2c.NGHTTP2_NO_ERROR);
@@ -107,11 +111,11 @@ export class HttpConnectionManager {
     this.sockets.add(socket);
     socket.once('close', () => { stats.cxActive.dec(); this.sockets.delete(socket); });
     const codec = this.config.codec;
-    if (codec === 'HTTP2' || conn.alpn === 'h2') return this.toH2(socket);
+    if (codec === 'HTTP2' || conn.alpn === 'h2') return this.toH2(socket, conn);
     if (codec === 'HTTP1' || conn.alpn === 'http/1.1') return this.toH1(socket);
     peek(socket, (b) => sniffHttp(b) !== '', 15_000, (bytes) => {
       if (socket.destroyed) return;
-      if (sniffHttp(bytes) === 'h2c') this.toH2(socket); else this.toH1(socket);
+      if (sniffHttp(bytes) === 'h2c') this.toH2(socket, conn); else this.toH1(socket);
     });
   }
 
@@ -121,10 +125,11 @@ export class HttpConnectionManager {
     socket.resume();
   }
 
-  private toH2(socket: Socket): void {
+  private toH2(socket: Socket, conn: ConnInfo): void {
     this.settings.stats.cxHttp2Total.inc();
+    this.pendingConn = conn;
+    // No resume(): node's HTTP/2 session drains bytes already buffered (a sniffed preface) and then reads the handle itself.
     this.h2.emit('connection', socket);
-    socket.resume();
   }
 
   private onH1Request(req: IncomingMessage, res: ServerResponse): void {
@@ -149,7 +154,8 @@ export class HttpConnectionManager {
   }
 
   private onH2Stream(stream: ServerHttp2Stream, headers: H2Headers, flags: number): void {
-    const conn = connInfoOf(stream.session?.socket as Socket);
+    stream.on('error', ignore);
+    const conn = stream.session ? this.sessions.get(stream.session) : undefined;
     if (!conn) { stream.close(h2c.NGHTTP2_INTERNAL_ERROR); return; }
     this.settings.stats.rqHttp2Total.value++;
     if (headers[':method'] === 'CONNECT') { handleH2Connect(this, stream, headers, conn); return; }
@@ -159,13 +165,15 @@ export class HttpConnectionManager {
   /** Stop taking new requests on existing connections: GOAWAY on HTTP/2, `connection: close` on HTTP/1. */
   drain(): void {
     this.draining = true;
-    for (const s of this.sessions) s.goaway(h2c.NGHTTP2_NO_ERROR);
+    for (const s of this.sessions.keys()) s.goaway(h2c.NGHTTP2_NO_ERROR);
     this.h1.closeIdleConnections();
   }
 
   /** Close everything now. */
   close(): void {
-    for (const s of this.sessions) s.destroy();
+    for (const s of this.sessions.keys()) s.destroy();
     for (const s of this.sockets) s.destroy();
   }
 }
+
+function ignore(): void { /* stream errors are accounted for by the router */ }

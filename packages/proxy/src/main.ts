@@ -1,0 +1,44 @@
+import { parseProxyArgs, UsageError, USAGE } from './agent/cli.ts';
+import { compileBootstrap, loadBootstrapSource, type BootstrapConfig } from './config/bootstrap.ts';
+import { setLogLevel, log } from './core/log.ts';
+import { ProxyServer, VERSION } from './server.ts';
+import { startWorkers } from './workers.ts';
+
+/** skua-proxy: Envoy's command line over a static bootstrap. */
+async function main(argv: string[]): Promise<number> {
+  if (argv.includes('--version')) { process.stdout.write(`skua-proxy version: ${VERSION}\n`); return 0; }
+  let args;
+  try {
+    args = parseProxyArgs(argv);
+  } catch (err) {
+    if (err instanceof UsageError) { process.stderr.write(`${err.message ? `PARSE ERROR: ${err.message}\n` : ''}${USAGE}\n`); return 1; }
+    throw err;
+  }
+  if (!setLogLevel(args.logLevel)) { process.stderr.write(`error: unknown log level ${args.logLevel}\n${USAGE}\n`); return 1; }
+  let bootstrap: BootstrapConfig;
+  try {
+    bootstrap = compileBootstrap(loadBootstrapSource(args.configPath || undefined, args.configYaml || undefined));
+  } catch (err) {
+    const where = args.configPath || '--config-yaml';
+    process.stderr.write(`error initializing configuration '${where}': ${(err as Error).message}\n`);
+    return 1;
+  }
+  if (args.mode === 'validate') {
+    process.stdout.write(`configuration '${args.configPath || '--config-yaml'}' OK\n`);
+    return 0;
+  }
+  const options = { ...args, reusePort: args.concurrency > 1, admin: true };
+  const server = new ProxyServer(bootstrap, options);
+  if (args.concurrency > 1) await startWorkers(server, args);
+  else await server.start();
+  if (args.mode === 'init_only') await server.shutdown(0);
+  const stop = (): void => { log.info('caught signal, shutting down'); void server.shutdown(0); };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  return -1;
+}
+
+main(process.argv.slice(2)).then((code) => { if (code >= 0) process.exit(code); }, (err: Error) => {
+  process.stderr.write(`skua-proxy: ${err.stack ?? err.message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,78 @@
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { compileBootstrap, loadBootstrapSource } from './config/bootstrap.ts';
+import { setLogLevel } from './core/log.ts';
+import { ProxyServer } from './server.ts';
+import type { ProxyArgs } from './agent/cli.ts';
+import { StatsStore, type Histogram } from './stats/store.ts';
+
+/** A worker's stats, sent to the main thread at scrape time. */
+interface StatsSnapshot {
+  counters: Array<[string, number]>;
+  gauges: Array<[string, number]>;
+  histograms: Array<[string, { buckets: number[]; count: number; sum: number }]>;
+  tags: Array<[string, { base: string; tags: Array<[string, string]> }]>;
+}
+
+function snapshot(store: StatsStore): StatsSnapshot {
+  return {
+    counters: [...store.counters].map(([k, c]) => [k, c.value]),
+    gauges: [...store.gauges].map(([k, g]) => [k, g.value]),
+    histograms: [...store.histograms].map(([k, h]) => [k, { buckets: [...h.buckets], count: h.count, sum: h.sum }]),
+    tags: [...store.tags].map(([k, t]) => [k, { base: t.base, tags: t.tags.map(([a, b]) => [a, b] as [string, string]) }]),
+  };
+}
+
+function addInto(store: StatsStore, s: StatsSnapshot): void {
+  for (const [k, t] of s.tags) if (!store.tags.has(k)) store.tags.set(k, t);
+  for (const [k, v] of s.counters) store.counter(k).value += v;
+  for (const [k, v] of s.gauges) store.gauge(k).value += v;
+  for (const [k, v] of s.histograms) {
+    const h: Histogram = store.histogram(k);
+    h.count += v.count; h.sum += v.sum;
+    v.buckets.forEach((b, i) => { h.buckets[i] += b; });
+  }
+}
+
+/**
+ * --concurrency N: the main thread serves as worker 0 and owns admin; N-1
+ * worker_threads run the same listeners with SO_REUSEPORT, so the kernel
+ * spreads connections across event loops (Envoy's worker model).
+ */
+export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promise<void> {
+  const workers: Worker[] = [];
+  for (let i = 1; i < args.concurrency; i++) {
+    const w = new Worker(new URL(import.meta.url), { workerData: { configPath: args.configPath, configYaml: args.configYaml, logLevel: args.logLevel, index: i } });
+    workers.push(w);
+    await new Promise<void>((resolve, reject) => {
+      w.once('message', (m: { ready?: boolean; error?: string }) => (m.ready ? resolve() : reject(new Error(m.error))));
+      w.once('error', reject);
+    });
+  }
+  server.collectStats = async () => {
+    const merged = new StatsStore();
+    addInto(merged, snapshot(server.stats));
+    const snaps = await Promise.all(workers.map((w) => new Promise<StatsSnapshot>((resolve) => {
+      w.once('message', (m: { stats: StatsSnapshot }) => resolve(m.stats));
+      w.postMessage('stats');
+    })));
+    for (const s of snaps) addInto(merged, s);
+    return merged;
+  };
+  await server.start();
+}
+
+async function runWorker(): Promise<void> {
+  const data = workerData as { configPath: string; configYaml: string; logLevel: string; index: number };
+  setLogLevel(data.logLevel);
+  try {
+    const bootstrap = compileBootstrap(loadBootstrapSource(data.configPath || undefined, data.configYaml || undefined));
+    const server = new ProxyServer(bootstrap, { concurrency: 1, drainTimeS: 0, configPath: data.configPath, configYaml: data.configYaml, logLevel: data.logLevel, reusePort: true, admin: false });
+    await server.start();
+    parentPort!.on('message', (m: string) => { if (m === 'stats') parentPort!.postMessage({ stats: snapshot(server.stats) }); });
+    parentPort!.postMessage({ ready: true });
+  } catch (err) {
+    parentPort!.postMessage({ error: (err as Error).message });
+  }
+}
+
+if (!isMainThread && (workerData as { index?: number } | null)?.index !== undefined) void runWorker();
