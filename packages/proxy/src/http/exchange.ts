@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { ServerHttp2Stream, IncomingHttpHeaders as H2Headers } from 'node:http2';
 import type { Readable } from 'node:stream';
 import type { ConnInfo } from '../listener/conn-info.ts';
@@ -24,6 +24,8 @@ export interface Exchange {
   readonly body: Readable;
   readonly conn: ConnInfo;
   readonly headersSent: boolean;
+  /** Request body bytes received so far (for BYTES_RECEIVED). */
+  readonly bodyBytes: number;
   respond(status: number, headers: OutgoingHttpHeaders, endStream: boolean): void;
   /** False when the downstream is full; `onDrain` fires when it can take more. */
   write(chunk: Buffer): boolean;
@@ -32,54 +34,6 @@ export interface Exchange {
   reset(): void;
   /** Called on drain, and with `closed=true` if the downstream went away before the response finished. */
   watch(onDrain: () => void, onClose: () => void): void;
-}
-
-export class H1Exchange implements Exchange {
-  readonly protocol: 'HTTP/1.0' | 'HTTP/1.1';
-  readonly method: string;
-  readonly path: string;
-  readonly authority: string;
-  readonly scheme: string;
-  readonly headers: Headers;
-  readonly hasBody: boolean;
-  readonly body: Readable;
-  readonly conn: ConnInfo;
-  private readonly res: ServerResponse;
-
-  constructor(req: IncomingMessage, res: ServerResponse, conn: ConnInfo) {
-    this.protocol = req.httpVersionMinor === 0 ? 'HTTP/1.0' : 'HTTP/1.1';
-    this.method = req.method ?? 'GET';
-    this.path = req.url ?? '/';
-    this.headers = req.headers;
-    this.authority = req.headers.host ?? '';
-    this.scheme = conn.tls ? 'https' : 'http';
-    this.hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
-    this.body = req;
-    this.conn = conn;
-    this.res = res;
-  }
-
-  get headersSent(): boolean { return this.res.headersSent; }
-
-  respond(status: number, headers: OutgoingHttpHeaders, endStream: boolean): void {
-    this.res.writeHead(status, headers);
-    if (endStream) this.res.end();
-  }
-
-  write(chunk: Buffer): boolean { return this.res.write(chunk); }
-
-  end(trailers?: Headers): void {
-    if (trailers && this.res.chunkedEncoding) this.res.addTrailers(trailers as OutgoingHttpHeaders);
-    this.res.end();
-  }
-
-  reset(): void { this.res.destroy(); }
-
-  watch(onDrain: () => void, onClose: () => void): void {
-    const res = this.res;
-    res.on('drain', onDrain);
-    res.on('close', () => { if (!res.writableFinished) onClose(); });
-  }
 }
 
 export class H2Exchange implements Exchange {
@@ -94,6 +48,7 @@ export class H2Exchange implements Exchange {
   readonly conn: ConnInfo;
   private readonly stream: ServerHttp2Stream;
   private trailers: Headers | undefined;
+  bodyBytes = 0;
 
   constructor(stream: ServerHttp2Stream, raw: H2Headers, endStream: boolean, conn: ConnInfo) {
     this.stream = stream;

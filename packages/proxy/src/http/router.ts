@@ -7,7 +7,7 @@ import { sendLocalReply } from './local-reply.ts';
 import { Flag, LocalBody, type ResponseFlag } from './response-flags.ts';
 import { RequestRecord } from './request-record.ts';
 import type { ClusterManager } from '../upstream/manager.ts';
-import type { Cluster } from '../upstream/cluster.ts';
+import type { Cluster, UpstreamDispatcher } from '../upstream/cluster.ts';
 import type { Host } from '../upstream/host.ts';
 import type { HcmStats } from './hcm-stats.ts';
 
@@ -66,6 +66,7 @@ export function finishLocal(rec: RequestRecord, s: RouterSettings, status: numbe
 
 export function complete(rec: RequestRecord, s: RouterSettings): void {
   rec.durationMs = now() - rec.startMs;
+  if (rec.bytesReceived === 0) rec.bytesReceived = rec.ex.bodyBytes;
   s.stats.rqActive.value--;
   if (rec.status) s.stats.codes.record(rec.status);
   s.stats.rqTime.record(rec.durationMs);
@@ -206,19 +207,14 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     this.vhost = vhost; this.route = route; this.weightedResponseOps = weightedResponseOps;
   }
 
-  start(pool: Dispatcher, path: string, headers: Headers, timeoutMs: number): void {
+  start(pool: UpstreamDispatcher, path: string, headers: Headers, timeoutMs: number): void {
     const cs = this.cluster.stats;
     cs.rqTotal.value++;
     cs.rqActive.value++;
     this.host.activeRequests++;
     if (timeoutMs > 0) this.timer = setTimeout(onTimeout, timeoutMs, this);
     this.ex.watch(() => this.controller?.resume(), () => this.downstreamClosed());
-    pool.dispatch({
-      path,
-      method: this.ex.method,
-      headers: headers as IncomingHttpHeaders,
-      body: this.ex.hasBody ? this.ex.body : null,
-    }, this);
+    pool.dispatch({ path, method: this.ex.method, headers, body: this.ex.hasBody ? this.ex.body : null }, this);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {

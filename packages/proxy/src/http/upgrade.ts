@@ -1,13 +1,15 @@
-import { STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { ServerHttp2Stream, IncomingHttpHeaders as H2Headers } from 'node:http2';
 import type { Socket } from 'node:net';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
+import { rawResponse } from './h1/server.ts';
+import { serializeHeaders, type Head } from './h1/parse.ts';
 import { H2Exchange, type Exchange, type Headers } from './exchange.ts';
 import { complete, finishLocal, planForward, type RouterSettings } from './router.ts';
 import { RequestRecord } from './request-record.ts';
 import { Flag, LocalBody } from './response-flags.ts';
 import { connectHost, splice } from './tunnel.ts';
-import { connInfoOf, type ConnInfo } from '../listener/conn-info.ts';
+import type { ConnInfo } from '../listener/conn-info.ts';
 import type { ForwardAction } from './route-config.ts';
 
 /** An HTTP/1.1 request taken over from node's parser (Upgrade, CONNECT): replies are written raw. */
@@ -19,42 +21,33 @@ class RawH1Exchange implements Exchange {
   readonly scheme: string;
   readonly headers: Headers;
   readonly hasBody = false;
-  readonly body: Readable;
+  readonly bodyBytes = 0;
   readonly conn: ConnInfo;
   readonly socket: Socket;
   headersSent = false;
 
-  constructor(req: IncomingMessage, socket: Socket, conn: ConnInfo) {
-    this.method = req.method ?? 'GET';
-    this.path = req.url ?? '/';
-    this.headers = { ...req.headers };
-    this.authority = req.method === 'CONNECT' ? (req.url ?? '') : (req.headers.host ?? '');
+  constructor(head: Head, socket: Socket, conn: ConnInfo) {
+    this.method = head.method;
+    this.path = head.target;
+    this.headers = head.headers;
+    this.authority = head.method === 'CONNECT' ? head.target : ((head.headers.host as string | undefined) ?? '');
     this.scheme = conn.tls ? 'https' : 'http';
-    this.body = req;
     this.conn = conn;
     this.socket = socket;
   }
 
+  /** The payload after the head travels raw through the tunnel, never as a request body. */
+  get body(): Readable { return Readable.from([]); }
+
   respond(status: number, headers: OutgoingHttpHeaders, endStream: boolean): void {
     this.headersSent = true;
-    this.socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${serializeHeaders(headers)}\r\n`);
+    this.socket.write(rawResponse(status, headers));
     if (endStream) this.socket.end();
   }
   write(chunk: Buffer): boolean { return this.socket.write(chunk); }
   end(): void { this.socket.end(); }
   reset(): void { this.socket.destroy(); }
   watch(): void { /* replies are written in one go */ }
-}
-
-function serializeHeaders(h: OutgoingHttpHeaders | Headers): string {
-  let out = '';
-  for (const k in h) {
-    const v = h[k];
-    if (v === undefined) continue;
-    if (Array.isArray(v)) for (const x of v) out += `${k}: ${x}\r\n`;
-    else out += `${k}: ${v}\r\n`;
-  }
-  return out;
 }
 
 type Hcm = { settings: RouterSettings; config: { upgrades: ReadonlyMap<string, boolean>; h2AllowConnect: boolean } };
@@ -99,9 +92,7 @@ function tunnel(hcm: Hcm, ex: Exchange, rec: RequestRecord, downstream: Socket |
 }
 
 /** HTTP/1.1 Upgrade (WebSocket and others): forward the request head, then splice bytes both ways. */
-export function handleUpgrade(hcm: Hcm, req: IncomingMessage, socket: Socket, head: Buffer): void {
-  const conn = connInfoOf(socket);
-  if (!conn) { socket.destroy(); return; }
+export function handleUpgrade(hcm: Hcm, req: Head, socket: Socket, head: Buffer, conn: ConnInfo): void {
   const ex = new RawH1Exchange(req, socket, conn);
   const kind = String(req.headers.upgrade ?? '').split(',')[0].trim().toLowerCase();
   const rec = new RequestRecord(ex, performance.now());
@@ -120,9 +111,7 @@ export function handleUpgrade(hcm: Hcm, req: IncomingMessage, socket: Socket, he
 }
 
 /** HTTP/1.1 CONNECT: terminate (connect_config) → reply 200 and carry the payload; otherwise pass the CONNECT on. */
-export function handleH1Connect(hcm: Hcm, req: IncomingMessage, socket: Socket, head: Buffer): void {
-  const conn = connInfoOf(socket);
-  if (!conn) { socket.destroy(); return; }
+export function handleH1Connect(hcm: Hcm, req: Head, socket: Socket, head: Buffer, conn: ConnInfo): void {
   const ex = new RawH1Exchange(req, socket, conn);
   const rec = new RequestRecord(ex, performance.now());
   const admitted = admit(hcm, ex, rec, 'connect', true);

@@ -1,6 +1,8 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { Pool, type Dispatcher } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import { H1Pool, type UpstreamRequest } from './h1-pool.ts';
 import type { ClusterConfig } from './cluster-config.ts';
 import { Host } from './host.ts';
 import { HostSet, type LbPolicy } from './lb.ts';
@@ -136,13 +138,36 @@ export class Cluster {
     this.stats.membershipTotal.set(this.byKey.size);
   }
 
-  /** The HTTP pool for a host (undici; HTTP/2 over TLS ALPN or h2c prior knowledge). */
-  httpPool(host: Host, http2: boolean): Dispatcher {
+  /** The HTTP pool for a host: our own HTTP/1.1 pool, or undici for HTTP/2 (TLS ALPN or h2c prior knowledge). */
+  httpPool(host: Host, http2: boolean): UpstreamDispatcher {
     const kind = http2 ? 'h2' : 'h1';
     let pools = host.pools;
-    const existing = pools?.get(kind) as Pool | undefined;
+    const existing = pools?.get(kind) as UpstreamDispatcher | undefined;
     if (existing) return existing;
     if (!pools) pools = host.pools = new Map();
+    const pool = http2 ? new UndiciDispatcher(this.undiciPool(host)) : this.h1Pool(host);
+    pools.set(kind, pool);
+    return pool;
+  }
+
+  private h1Pool(host: Host): H1Pool {
+    const cfg = this.config;
+    const stats = this.stats;
+    return new H1Pool({
+      address: host.address,
+      port: host.port,
+      tls: cfg.tls,
+      connectTimeoutMs: cfg.connectTimeoutMs,
+      idleTimeoutMs: cfg.idleTimeoutMs,
+      maxConnections: cfg.limits.maxConnections,
+      maxRequestsPerConnection: cfg.maxRequestsPerConnection,
+      onConnect: () => { stats.cxTotal.value++; stats.cxActive.value++; },
+      onDisconnect: () => { stats.cxActive.value--; },
+      onConnectFail: () => { stats.cxConnectFail.value++; },
+    });
+  }
+
+  private undiciPool(host: Host): Pool {
     const cfg = this.config;
     const tls = cfg.tls;
     const origin = `${tls ? 'https' : 'http'}://${host.hostPort}`;
@@ -156,19 +181,18 @@ export class Cluster {
       headersTimeout: 0,
       bodyTimeout: 0,
       strictContentLength: false,
-      allowH2: http2,
-      h2Options: http2 ? { useH2c: !tls, maxConcurrentStreams: Math.min(cfg.maxConcurrentStreams, 1000), connectionWindowSize: 16 << 20, settings: { initialWindowSize: 4 << 20 } } : undefined,
+      allowH2: true,
+      h2Options: { useH2c: !tls, maxConcurrentStreams: Math.min(cfg.maxConcurrentStreams, 1000), connectionWindowSize: 16 << 20, settings: { initialWindowSize: 4 << 20 } },
       connect: tls ? {
         servername: tls.sni || undefined,
         secureContext: tls.context,
         rejectUnauthorized: tls.verifyPeer,
-        ALPNProtocols: tls.alpn.length ? [...tls.alpn] : http2 ? ['h2'] : ['http/1.1'],
+        ALPNProtocols: tls.alpn.length ? [...tls.alpn] : ['h2'],
       } : undefined,
     });
     pool.on('connect', () => { this.stats.cxTotal.inc(); this.stats.cxActive.inc(); });
     pool.on('disconnect', () => { this.stats.cxActive.dec(); });
     pool.on('connectionError', () => { this.stats.cxConnectFail.inc(); });
-    pools.set(kind, pool);
     return pool;
   }
 
@@ -177,6 +201,21 @@ export class Cluster {
     if (this.refreshTimer) clearTimeout(this.refreshTimer);
     for (const h of this.byKey.values()) h.closePools();
   }
+}
+
+/** What the router dispatches an upstream HTTP request to. */
+export interface UpstreamDispatcher {
+  dispatch(req: UpstreamRequest, handler: Dispatcher.DispatchHandler): boolean;
+  close(): void;
+}
+
+class UndiciDispatcher implements UpstreamDispatcher {
+  private readonly pool: Pool;
+  constructor(pool: Pool) { this.pool = pool; }
+  dispatch(req: UpstreamRequest, handler: Dispatcher.DispatchHandler): boolean {
+    return this.pool.dispatch({ path: req.path, method: req.method, headers: req.headers as IncomingHttpHeaders, body: req.body }, handler);
+  }
+  close(): void { void this.pool.close(); }
 }
 
 function parseHostPort(v: string): { address: string; port: number } | undefined {

@@ -1,12 +1,12 @@
-import { createServer as createH1Server, type IncomingMessage, type Server as H1Server, type ServerResponse } from 'node:http';
 import { createServer as createH2Server, constants as h2c, type Http2Server, type Http2Session, type ServerHttp2Stream, type IncomingHttpHeaders as H2Headers } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { HcmConfig } from './config.ts';
-import { H1Exchange, H2Exchange } from '../../../http/exchange.ts';
+import { H2Exchange } from '../../../http/exchange.ts';
+import { H1Connection, type H1Exchange, type H1Host } from '../../../http/h1/server.ts';
+import type { Head } from '../../../http/h1/parse.ts';
 import { routeRequest, type RouterSettings } from '../../../http/router.ts';
 import { HcmStats } from '../../../http/hcm-stats.ts';
-import { sendLocalReply } from '../../../http/local-reply.ts';
-import { connInfoOf, type ConnInfo } from '../../../listener/conn-info.ts';
+import type { ConnInfo } from '../../../listener/conn-info.ts';
 import { peek, sniffHttp } from '../../../listener/peek.ts';
 import type { ClusterManager } from '../../../upstream/manager.ts';
 import type { StatsStore } from '../../../stats/store.ts';
@@ -21,8 +21,9 @@ import { handleUpgrade, handleH1Connect, handleH2Connect } from '../../../http/u
 export class HttpConnectionManager {
   readonly config: HcmConfig;
   readonly settings: RouterSettings;
-  private readonly h1: H1Server;
+  private readonly h1: H1Host;
   private readonly h2: Http2Server;
+  private readonly h1Connections = new Set<H1Connection>();
   private readonly sessions = new Map<Http2Session, ConnInfo>();
   /** The connection being handed to the HTTP/2 server ('session' fires synchronously inside emit). */
   private pendingConn: ConnInfo | undefined;
@@ -50,31 +51,27 @@ export class HttpConnectionManager {
     this.h2 = this.createH2();
   }
 
-  private createH1(): H1Server {
+  private createH1(): H1Host {
     const c = this.config;
-    const server = createH1Server({
-      maxHeaderSize: c.maxRequestHeadersKb * 1024,
-      requestTimeout: c.requestTimeoutMs,
-      headersTimeout: c.requestHeadersTimeoutMs || (c.requestTimeoutMs ? c.requestTimeoutMs : 0),
-      keepAliveTimeout: c.idleTimeoutMs,
-      noDelay: true,
-      requireHostHeader: true,
-    });
-    // Count one past the limit so an oversized header list is seen and refused (Envoy: 431), not truncated.
-    server.maxHeadersCount = c.maxHeadersCount + 1;
-    server.timeout = c.idleTimeoutMs;
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => this.onH1Request(req, res));
-    server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => handleUpgrade(this, req, socket, head));
-    server.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => handleH1Connect(this, req, socket, head));
-    server.on('clientError', (err: Error & { code?: string }, socket: Socket) => {
-      this.settings.stats.cxProtocolError.inc();
-      if (!socket.writable) { socket.destroy(); return; }
-      const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-      if (tooLarge) this.settings.stats.rqTooLarge.inc();
-      const status = tooLarge ? '431 Request Header Fields Too Large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
-      socket.end(`HTTP/1.1 ${status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
-    });
-    return server;
+    const stats = this.settings.stats;
+    return {
+      maxHeaderBytes: c.maxRequestHeadersKb * 1024,
+      maxHeaders: c.maxHeadersCount,
+      acceptHttp10: c.acceptHttp10,
+      idleTimeoutMs: c.idleTimeoutMs,
+      serverName: this.settings.serverName,
+      isDraining: () => this.draining,
+      onRequest: (ex: H1Exchange) => { stats.rqHttp1Total.value++; routeRequest(ex, this.settings); },
+      onUpgrade: (head: Head, socket: Socket, rest: Buffer, conn: ConnInfo) => {
+        stats.rqHttp1Total.value++;
+        if (head.method === 'CONNECT') handleH1Connect(this, head, socket, rest, conn);
+        else handleUpgrade(this, head, socket, rest, conn);
+      },
+      onProtocolError: (kind: string) => {
+        stats.cxProtocolError.inc();
+        if (kind === 'headers_too_large' || kind === 'too-many-headers') stats.rqTooLarge.inc();
+      },
+    };
   }
 
   private createH2(): Http2Server {
@@ -112,17 +109,18 @@ export class HttpConnectionManager {
     socket.once('close', () => { stats.cxActive.dec(); this.sockets.delete(socket); });
     const codec = this.config.codec;
     if (codec === 'HTTP2' || conn.alpn === 'h2') return this.toH2(socket, conn);
-    if (codec === 'HTTP1' || conn.alpn === 'http/1.1') return this.toH1(socket);
+    if (codec === 'HTTP1' || conn.alpn === 'http/1.1') return this.toH1(socket, conn);
     peek(socket, (b) => sniffHttp(b) !== '', 15_000, (bytes) => {
       if (socket.destroyed) return;
-      if (sniffHttp(bytes) === 'h2c') this.toH2(socket, conn); else this.toH1(socket);
+      if (sniffHttp(bytes) === 'h2c') this.toH2(socket, conn); else this.toH1(socket, conn);
     });
   }
 
-  private toH1(socket: Socket): void {
+  private toH1(socket: Socket, conn: ConnInfo): void {
     this.settings.stats.cxHttp1Total.inc();
-    this.h1.emit('connection', socket);
-    socket.resume();
+    const c = new H1Connection(socket, conn, this.h1);
+    this.h1Connections.add(c);
+    socket.once('close', () => this.h1Connections.delete(c));
   }
 
   private toH2(socket: Socket, conn: ConnInfo): void {
@@ -130,27 +128,6 @@ export class HttpConnectionManager {
     this.pendingConn = conn;
     // No resume(): node's HTTP/2 session drains bytes already buffered (a sniffed preface) and then reads the handle itself.
     this.h2.emit('connection', socket);
-  }
-
-  private onH1Request(req: IncomingMessage, res: ServerResponse): void {
-    const conn = connInfoOf(req.socket);
-    if (!conn) { res.destroy(); return; }
-    if (this.draining) res.shouldKeepAlive = false;
-    res.sendDate = false;
-    const ex = new H1Exchange(req, res, conn);
-    this.settings.stats.rqHttp1Total.value++;
-    if (req.rawHeaders.length > this.config.maxHeadersCount * 2) {
-      this.settings.stats.rqTooLarge.inc();
-      res.shouldKeepAlive = false;
-      sendLocalReply(ex, 431, undefined, this.settings.serverName);
-      return;
-    }
-    if (ex.protocol === 'HTTP/1.0' && !this.config.acceptHttp10) {
-      res.shouldKeepAlive = false;
-      sendLocalReply(ex, 426, undefined, this.settings.serverName);
-      return;
-    }
-    routeRequest(ex, this.settings);
   }
 
   private onH2Stream(stream: ServerHttp2Stream, headers: H2Headers, flags: number): void {
@@ -166,7 +143,7 @@ export class HttpConnectionManager {
   drain(): void {
     this.draining = true;
     for (const s of this.sessions.keys()) s.goaway(h2c.NGHTTP2_NO_ERROR);
-    this.h1.closeIdleConnections();
+    for (const c of this.h1Connections) c.closeIfIdle();
   }
 
   /** Close everything now. */

@@ -1,0 +1,55 @@
+/**
+ * What a demo topology declares; run.ts does the rest (ports, files, processes, readiness, checks,
+ * load, summary, stop). Today: `bookinfo` (sample apps behind one skua-proxy on a static bootstrap).
+ * The mesh topologies (sidecars, ztunnel, control plane) plug in here as further Topology builders.
+ */
+export interface ProcessSpec {
+  readonly name: string;
+  /** A Node entry script, relative to the repository root. */
+  readonly script: string;
+  readonly args?: readonly string[];
+  readonly env?: Record<string, string>;
+  /** Ready when this port accepts connections, or when this Envoy admin port answers /ready. */
+  readonly ready: { readonly port: number } | { readonly admin: number };
+  /** A proxy: its stdout is its access log (tail shown in the summary, echoed with --keep). */
+  readonly proxy?: boolean;
+}
+
+/** One kind of request in the load mix. */
+export interface LoadTarget {
+  readonly label: string;
+  readonly port: number;
+  readonly path: string;
+  readonly weight: number;
+  readonly expect: number;
+  readonly headers?: Record<string, string>;
+}
+
+/** A one-shot check: resolves with a short detail, throws when the behaviour is wrong. */
+export interface Check {
+  readonly name: string;
+  run(): Promise<string>;
+}
+
+export interface Topology {
+  readonly title: string;
+  /** Files written into the run's temp dir before anything starts (name → contents). */
+  readonly files: Record<string, string>;
+  /** Started in order; each must be ready before the next starts. */
+  readonly processes: readonly ProcessSpec[];
+  readonly checks: readonly Check[];
+  readonly load: readonly LoadTarget[];
+  /** A response header whose values show a traffic split, and the expected shares. */
+  readonly split?: { readonly header: string; readonly expect: Record<string, number> };
+  /** Admin ports to read stats from, and which stats to show. */
+  readonly admins: ReadonlyArray<{ readonly name: string; readonly port: number }>;
+  readonly stats: RegExp;
+  /** What a person can try while `--keep` holds the topology up. */
+  readonly urls: readonly string[];
+}
+
+export interface TopologyOptions {
+  readonly dir: string;
+  readonly concurrency: number;
+  readonly logLevel: string;
+}

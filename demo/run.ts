@@ -1,0 +1,148 @@
+/**
+ * `./dev demo` (= `node demo/run.ts`): sample apps behind skua-proxy on loopback, real traffic, a
+ * summary. Everything it starts is stopped by PID at the end (or on Ctrl-C); exit 0 when every check
+ * passed and the traffic went through, 1 otherwise. Options: see USAGE.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { freePort, waitForPort, waitForReady } from './lib/net.ts';
+import { killAllSync, startNode, stopAll, tailOf, type Proc } from './lib/procs.ts';
+import { runLoad } from './lib/load.ts';
+import { printChecks, printLoad, printStats, splitVerdict, type CheckResult } from './lib/report.ts';
+import { bookinfo, bookinfoBootstrap, composeBootstrap, type BookinfoPorts } from './topologies/bookinfo.ts';
+import type { Topology } from './lib/topology.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const USAGE = `usage: ./dev demo [options]   (node demo/run.ts)
+  --duration S       seconds of load (default 5)
+  --connections N    keep-alive connections for the load (default 8)
+  --max-requests N   cap on the load's requests (default 50000)
+  --concurrency N    skua-proxy worker threads (default 1)
+  --log-level L      skua-proxy log level (default info)
+  --keep             after the summary, keep everything running until Ctrl-C and echo the access log
+  --print-bootstrap local|compose
+                     print the generated Envoy bootstrap and exit: local (fresh free loopback ports)
+                     or compose (deploy/compose/bootstrap.yaml, for compose.yaml)`;
+
+function options() {
+  const { values } = parseArgs({
+    options: {
+      duration: { type: 'string', default: '5' },
+      connections: { type: 'string', default: '8' },
+      'max-requests': { type: 'string', default: '50000' },
+      concurrency: { type: 'string', default: '1' },
+      'log-level': { type: 'string', default: 'info' },
+      keep: { type: 'boolean', default: false },
+      'print-bootstrap': { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const num = (k: 'duration' | 'connections' | 'max-requests' | 'concurrency', min: number): number => {
+    const n = Number(values[k]);
+    if (!Number.isFinite(n) || n < min) throw new Error(`--${k}: expected a number >= ${min}, got ${values[k]}`);
+    return n;
+  };
+  return {
+    durationMs: num('duration', 0.1) * 1000, connections: Math.floor(num('connections', 1)),
+    maxRequests: Math.floor(num('max-requests', 1)), concurrency: Math.floor(num('concurrency', 1)),
+    logLevel: values['log-level'], keep: values.keep, printBootstrap: values['print-bootstrap'], help: values.help,
+  };
+}
+
+async function ports(): Promise<BookinfoPorts> {
+  const keys = ['productpage', 'reviewsV1', 'reviewsV2', 'tcpEcho', 'ingress', 'outbound', 'tcp', 'admin'] as const;
+  const out = {} as BookinfoPorts;
+  for (const k of keys) out[k] = await freePort();
+  return out;
+}
+
+async function start(topo: Topology, dir: string, echoAccessLog: () => boolean): Promise<Proc[]> {
+  for (const [name, text] of Object.entries(topo.files)) writeFileSync(path.join(dir, name), text);
+  const procs: Proc[] = [];
+  for (const spec of topo.processes) {
+    const onLine = spec.proxy ? (l: string) => { if (echoAccessLog()) console.log(`  [${spec.name}] ${l}`); } : undefined;
+    const proc = startNode(spec.name, path.join(ROOT, spec.script), spec.args ?? [], { env: spec.env, onLine });
+    procs.push(proc);
+    if ('admin' in spec.ready) await waitForReady(proc, spec.ready.admin);
+    else await waitForPort(proc, spec.ready.port);
+  }
+  return procs;
+}
+
+async function main(): Promise<number> {
+  const opts = options();
+  if (opts.help) { console.log(USAGE); return 0; }
+  const p = await ports();
+  if (opts.printBootstrap === 'compose') { process.stdout.write(composeBootstrap()); return 0; }
+  if (opts.printBootstrap === 'local') { process.stdout.write(bookinfoBootstrap(p)); return 0; }
+  if (opts.printBootstrap !== undefined) throw new Error(`--print-bootstrap: expected local or compose, got ${opts.printBootstrap}`);
+
+  const dir = mkdtempSync(path.join(tmpdir(), 'skua-demo-'));
+  let echo = false;
+  let interrupted = false;
+  const cleanup = async (): Promise<void> => { await stopAll(); rmSync(dir, { recursive: true, force: true }); };
+  process.on('exit', killAllSync);
+  // First Ctrl-C: finish the current step and stop everything; a second one: kill and leave.
+  const onSignal = (): void => {
+    if (interrupted) { killAllSync(); rmSync(dir, { recursive: true, force: true }); process.exit(130); }
+    interrupted = true;
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  const topo = bookinfo(p, { dir, concurrency: opts.concurrency, logLevel: opts.logLevel });
+  console.log(`skua demo — ${topo.title}\n`);
+  try {
+    const t0 = performance.now();
+    const procs = await start(topo, dir, () => echo);
+    console.log(`started ${procs.map((x) => `${x.name} (pid ${x.pid})`).join(', ')} in ${Math.round(performance.now() - t0)} ms\n`);
+
+    const checks: CheckResult[] = [];
+    for (const c of topo.checks) {
+      if (interrupted) break;
+      try { checks.push({ name: c.name, ok: true, detail: await c.run() }); } catch (err) { checks.push({ name: c.name, ok: false, detail: (err as Error).message }); }
+    }
+    printChecks(checks);
+
+    console.log(`load: ${opts.connections} keep-alive connections for ${opts.durationMs / 1000} s (at most ${opts.maxRequests} requests)...`);
+    const load = await runLoad(topo.load, { durationMs: opts.durationMs, connections: opts.connections, maxRequests: opts.maxRequests, splitHeader: topo.split?.header, stopped: () => interrupted });
+    printLoad(load);
+    const split = topo.split ? splitVerdict(load.split, topo.split.expect) : { ok: true, line: '' };
+    if (split.line) console.log(split.line + '\n');
+
+    await printStats(topo.admins, topo.stats);
+    const proxy = procs.find((x) => topo.processes.find((s) => s.name === x.name)?.proxy);
+    if (proxy) {
+      const lines = proxy.stdout.trim().split('\n').slice(-3);
+      console.log(`${proxy.name} access log (last ${lines.length} lines):\n${lines.map((l) => `  ${l}`).join('\n')}\n`);
+    }
+
+    const dead = procs.filter((x) => x.status !== undefined);
+    for (const d of dead) console.log(`FAIL: ${d.name} exited early (${d.status}):\n${tailOf(d)}`);
+    const failedChecks = checks.filter((c) => !c.ok).length;
+    const bad = load.targets.reduce((a, t) => a + t.unexpected, 0) + [...load.errors.values()].reduce((a, b) => a + b, 0);
+    const ok = failedChecks === 0 && load.sent > 0 && bad === 0 && split.ok && dead.length === 0;
+    console.log(ok
+      ? `OK: ${checks.length} checks passed, ${load.sent} requests, no failures`
+      : `FAILED: ${failedChecks} of ${checks.length} checks failed, ${bad} of ${load.sent} requests failed${split.ok ? '' : ', split off'}`);
+
+    if (opts.keep && !interrupted) {
+      console.log(`\nrunning until Ctrl-C (access log follows). Try:\n${topo.urls.map((u) => `  ${u}`).join('\n')}\n`);
+      echo = true;
+      await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
+      echo = false;
+      return ok ? 0 : 1;
+    }
+    return interrupted ? 130 : ok ? 0 : 1;
+  } catch (err) {
+    console.error(`demo failed: ${(err as Error).message}`);
+    return 1;
+  } finally {
+    console.log('stopping...');
+    await cleanup();
+  }
+}
+
+process.exitCode = await main().catch((err: Error) => { console.error(`demo: ${err.message}\n${USAGE}`); return 2; });

@@ -1,0 +1,308 @@
+import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
+import { STATUS_CODES, type OutgoingHttpHeaders } from 'node:http';
+import { ChunkedDecoder, findHeadEnd, parseHead, serializeHeaders, type Head, type Headers } from './parse.ts';
+import type { Exchange } from '../exchange.ts';
+import type { ConnInfo } from '../../listener/conn-info.ts';
+
+/** What the connection needs from its HTTP connection manager. */
+export interface H1Host {
+  readonly maxHeaderBytes: number;
+  readonly maxHeaders: number;
+  readonly acceptHttp10: boolean;
+  readonly idleTimeoutMs: number;
+  readonly serverName: string;
+  isDraining(): boolean;
+  onRequest(ex: H1Exchange): void;
+  /** Upgrade / CONNECT: the socket leaves HTTP/1.1 framing; `rest` holds bytes already read past the head. */
+  onUpgrade(head: Head, socket: Socket, rest: Buffer, conn: ConnInfo): void;
+  onProtocolError(kind: string): void;
+}
+
+const BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n';
+const TOO_LARGE = 'HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n';
+const NOT_IMPLEMENTED = 'HTTP/1.1 501 Not Implemented\r\ncontent-length: 0\r\nconnection: close\r\n\r\n';
+const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * One downstream HTTP/1.1 connection: parses requests straight off the socket
+ * (pipelined requests wait their turn), streams bodies with backpressure and
+ * writes responses with one corked write for head and first chunk.
+ */
+export class H1Connection {
+  readonly socket: Socket;
+  readonly conn: ConnInfo;
+  readonly host: H1Host;
+  private buf: Buffer = EMPTY;
+  private current: H1Exchange | undefined;
+  private closed = false;
+
+  constructor(socket: Socket, conn: ConnInfo, host: H1Host) {
+    this.socket = socket;
+    this.conn = conn;
+    this.host = host;
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('drain', () => this.current?.drained());
+    socket.on('close', () => this.onClose());
+    socket.on('end', () => { if (!this.current) socket.end(); });
+    socket.on('error', () => { /* 'close' follows */ });
+    if (host.idleTimeoutMs > 0) socket.setTimeout(host.idleTimeoutMs, () => { if (!this.current) socket.destroy(); });
+    socket.resume();
+  }
+
+  private onData(chunk: Buffer): void {
+    const cur = this.current;
+    if (cur && !cur.bodyDone) {
+      const used = cur.feedBody(chunk, 0);
+      if (used < 0) return this.fail(BAD_REQUEST, 'body');
+      if (used === chunk.length) return;
+      chunk = chunk.subarray(used);
+    }
+    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
+    if (this.current) {
+      // Pipelined requests wait; stop reading if they pile up.
+      if (this.buf.length > this.host.maxHeaderBytes) this.socket.pause();
+      return;
+    }
+    this.parseNext();
+  }
+
+  /** Parses and starts the next buffered request, if a complete head is there. */
+  private parseNext(): void {
+    const buf = this.buf;
+    if (buf.length === 0) return;
+    const end = findHeadEnd(buf, 0);
+    if (end < 0) {
+      if (buf.length > this.host.maxHeaderBytes) this.fail(TOO_LARGE, 'headers_too_large');
+      return;
+    }
+    if (end > this.host.maxHeaderBytes) return this.fail(TOO_LARGE, 'headers_too_large');
+    const head = parseHead(buf, 0, end - 4, true, this.host.maxHeaders);
+    if (typeof head === 'string') {
+      return this.fail(head === 'too-many-headers' ? TOO_LARGE : head === 'bad-transfer-encoding' ? NOT_IMPLEMENTED : BAD_REQUEST, head);
+    }
+    if (head.versionMinor === 1 && head.headers.host === undefined) return this.fail(BAD_REQUEST, 'missing_host');
+    const rest = buf.subarray(end);
+    this.buf = EMPTY;
+    if (head.method === 'CONNECT' || head.upgrade) {
+      this.socket.removeAllListeners('data');
+      this.socket.removeAllListeners('drain');
+      this.socket.removeAllListeners('end');
+      this.socket.setTimeout(0);
+      this.socket.pause();
+      this.closed = true;
+      this.host.onUpgrade(head, this.socket, rest, this.conn);
+      return;
+    }
+    const ex = new H1Exchange(this, head);
+    this.current = ex;
+    if (head.versionMinor === 0 && !this.host.acceptHttp10) {
+      ex.localReply(426);
+      return;
+    }
+    if (head.expectContinue && ex.hasBody) this.socket.write(CONTINUE);
+    if (rest.length) {
+      if (ex.bodyDone) this.buf = rest;
+      else {
+        const used = ex.feedBody(rest, 0);
+        if (used < 0) return this.fail(BAD_REQUEST, 'body');
+        if (used < rest.length) this.buf = rest.subarray(used);
+      }
+    }
+    this.host.onRequest(ex);
+  }
+
+  /** The response to `ex` is complete: keep going, or close. */
+  finished(ex: H1Exchange, close: boolean): void {
+    if (this.current !== ex) return;
+    this.current = undefined;
+    if (close || !ex.bodyDone) { this.closed = true; this.socket.end(); return; }
+    if (this.socket.isPaused()) this.socket.resume();
+    if (this.buf.length) this.parseNext();
+  }
+
+  private fail(response: string, kind: string): void {
+    this.host.onProtocolError(kind);
+    this.closed = true;
+    this.buf = EMPTY;
+    if (this.current && this.current.headersSent) { this.socket.destroy(); return; }
+    this.socket.end(response);
+  }
+
+  private onClose(): void {
+    this.closed = true;
+    this.current?.downstreamClosed();
+  }
+
+  get isClosed(): boolean { return this.closed; }
+
+  /** Draining: close now if no request is in flight (in-flight ones get `connection: close`). */
+  closeIfIdle(): void {
+    if (!this.current && !this.closed) { this.closed = true; this.socket.end(); }
+  }
+}
+
+/** One HTTP/1.1 request/response on an H1Connection. */
+export class H1Exchange implements Exchange {
+  readonly protocol: 'HTTP/1.0' | 'HTTP/1.1';
+  readonly method: string;
+  readonly path: string;
+  readonly authority: string;
+  readonly scheme: string;
+  readonly headers: Headers;
+  readonly hasBody: boolean;
+  readonly conn: ConnInfo;
+  headersSent = false;
+  bodyDone: boolean;
+  bodyBytes = 0;
+  private readonly c: H1Connection;
+  private readonly requestClose: boolean;
+  private bodyRemaining: number;
+  private readonly chunked: ChunkedDecoder | undefined;
+  private bodyStream: Readable | undefined;
+  private bodyQueue: Buffer[] | undefined;
+  private chunkedOut = false;
+  private noBody = false;
+  private closeAfter = false;
+  private done = false;
+  private onDrain: (() => void) | undefined;
+  private onClose: (() => void) | undefined;
+  /** The response head, held back so it leaves with the first body bytes in one write. */
+  private pendingHead = '';
+
+  constructor(c: H1Connection, head: Head) {
+    this.c = c;
+    this.conn = c.conn;
+    this.protocol = head.versionMinor === 0 ? 'HTTP/1.0' : 'HTTP/1.1';
+    this.method = head.method;
+    this.path = head.target;
+    this.headers = head.headers;
+    this.authority = (head.headers.host as string | undefined) ?? '';
+    this.scheme = c.conn.tls ? 'https' : 'http';
+    this.requestClose = head.close;
+    this.chunked = head.chunked ? new ChunkedDecoder() : undefined;
+    this.bodyRemaining = head.chunked ? -1 : Math.max(0, head.contentLength);
+    this.hasBody = head.chunked || head.contentLength > 0;
+    this.bodyDone = !this.hasBody;
+  }
+
+  /** The request body as a stream; created on first use, fed by the connection. */
+  get body(): Readable {
+    if (!this.bodyStream) {
+      const socket = this.c.socket;
+      this.bodyStream = new Readable({ read: () => { if (!this.c.isClosed && socket.isPaused()) socket.resume(); } });
+      if (this.bodyQueue) for (const b of this.bodyQueue) this.pushBody(b);
+      this.bodyQueue = undefined;
+      if (this.bodyDone) this.bodyStream.push(null);
+    }
+    return this.bodyStream;
+  }
+
+  private pushBody(chunk: Buffer): void {
+    this.bodyBytes += chunk.length;
+    if (!this.bodyStream) { (this.bodyQueue ??= []).push(chunk); return; }
+    if (!this.bodyStream.push(chunk)) this.c.socket.pause();
+  }
+
+  /** Bytes of request body from the socket; returns how many belonged to this request, -1 on bad framing. */
+  feedBody(chunk: Buffer, start: number): number {
+    if (this.chunked) {
+      const used = this.chunked.push(chunk, start, (d) => this.pushBody(d));
+      if (used < 0) return -1;
+      if (this.chunked.done) this.endBody();
+      return used;
+    }
+    const take = Math.min(this.bodyRemaining, chunk.length - start);
+    if (take > 0) this.pushBody(start === 0 && take === chunk.length ? chunk : chunk.subarray(start, start + take));
+    this.bodyRemaining -= take;
+    if (this.bodyRemaining === 0) this.endBody();
+    return take;
+  }
+
+  private endBody(): void {
+    this.bodyDone = true;
+    this.bodyStream?.push(null);
+  }
+
+  respond(status: number, headers: OutgoingHttpHeaders, endStream: boolean): void {
+    if (this.done || this.c.isClosed) return;
+    this.headersSent = true;
+    this.noBody = this.method === 'HEAD' || status === 204 || status === 304 || (status >= 100 && status < 200);
+    const h = headers as Record<string, string | string[] | number | undefined>;
+    let framing = '';
+    if (!this.noBody && h['content-length'] === undefined) {
+      if (endStream) framing = 'content-length: 0\r\n';
+      else if (this.protocol === 'HTTP/1.1') { framing = 'transfer-encoding: chunked\r\n'; this.chunkedOut = true; }
+      else this.closeAfter = true;
+    }
+    if (this.requestClose || this.c.host.isDraining() || !this.bodyDone) this.closeAfter = true;
+    const conn = this.closeAfter ? 'connection: close\r\n' : this.protocol === 'HTTP/1.0' ? 'connection: keep-alive\r\n' : '';
+    const socket = this.c.socket;
+    const head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n${serializeHeaders(h)}${framing}${conn}\r\n`;
+    if (endStream) { socket.write(head, 'latin1'); this.finish(); return; }
+    this.pendingHead = head;
+  }
+
+  /** Writes what is held back plus `text` (latin1) and `chunk`: one syscall for small responses. */
+  private flush(prefix: string, chunk: Buffer | undefined, suffix: string): boolean {
+    const socket = this.c.socket;
+    const head = this.pendingHead + prefix;
+    this.pendingHead = '';
+    if (!chunk) return socket.write(head + suffix, 'latin1');
+    if (chunk.length <= 8192) return socket.write(head + chunk.toString('latin1') + suffix, 'latin1');
+    socket.cork();
+    if (head) socket.write(head, 'latin1');
+    socket.write(chunk);
+    const ok = suffix ? socket.write(suffix, 'latin1') : true;
+    socket.uncork();
+    return ok && socket.writableLength < socket.writableHighWaterMark;
+  }
+
+  write(chunk: Buffer): boolean {
+    if (this.done || this.noBody || chunk.length === 0) return true;
+    if (this.chunkedOut) return this.flush(chunk.length.toString(16) + '\r\n', chunk, '\r\n');
+    if (this.pendingHead) return this.flush('', chunk, '');
+    return this.c.socket.write(chunk);
+  }
+
+  end(trailers?: Headers): void {
+    if (this.done) return;
+    if (this.chunkedOut) this.flush(trailers ? `0\r\n${serializeHeaders(trailers)}\r\n` : '0\r\n\r\n', undefined, '');
+    else if (this.pendingHead) this.flush('', undefined, '');
+    this.finish();
+  }
+
+  private finish(): void {
+    this.done = true;
+    this.c.finished(this, this.closeAfter);
+  }
+
+  /** A local reply before anything was sent (426 and friends). */
+  localReply(status: number): void {
+    this.closeAfter = true;
+    this.respond(status, { 'content-length': 0 }, true);
+  }
+
+  reset(): void {
+    this.done = true;
+    this.c.socket.destroy();
+  }
+
+  watch(onDrain: () => void, onClose: () => void): void {
+    this.onDrain = onDrain;
+    this.onClose = onClose;
+  }
+
+  drained(): void { this.onDrain?.(); }
+
+  downstreamClosed(): void {
+    if (this.bodyStream && !this.bodyDone) this.bodyStream.destroy(new Error('downstream closed'));
+    if (!this.done) { this.done = true; this.onClose?.(); }
+  }
+}
+
+export function rawResponse(status: number, headers: Headers | OutgoingHttpHeaders): string {
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${serializeHeaders(headers as Record<string, string>)}\r\n`;
+}

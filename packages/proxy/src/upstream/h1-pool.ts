@@ -1,0 +1,309 @@
+import { connect as netConnect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import type { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import { ChunkedDecoder, findHeadEnd, parseHead, serializeHeaders, type Head, type Headers } from '../http/h1/parse.ts';
+import type { UpstreamTls } from '../tls/context.ts';
+
+export interface H1PoolOptions {
+  readonly address: string;
+  readonly port: number;
+  readonly tls: UpstreamTls | undefined;
+  readonly connectTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+  readonly maxConnections: number;
+  readonly maxRequestsPerConnection: number;
+  readonly onConnect: () => void;
+  readonly onDisconnect: () => void;
+  readonly onConnectFail: () => void;
+}
+
+export interface UpstreamRequest {
+  readonly path: string;
+  readonly method: string;
+  readonly headers: Headers;
+  readonly body: Readable | null;
+}
+
+type Handler = Dispatcher.DispatchHandler;
+const EMPTY = Buffer.alloc(0);
+
+/** Error codes mirror undici's and the OS's, so the router maps them the same way for both pools. */
+function upstreamError(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+/** One in-flight request: also the controller the handler pauses and aborts. */
+class Call implements Dispatcher.DispatchController {
+  readonly req: UpstreamRequest;
+  readonly handler: Handler;
+  conn: H1ClientConnection | undefined;
+  aborted = false;
+  paused = false;
+  reason: Error | null = null;
+  /** A fresh connection may retry once when a reused one was closed under us before any reply byte. */
+  retried = false;
+
+  constructor(req: UpstreamRequest, handler: Handler) {
+    this.req = req;
+    this.handler = handler;
+  }
+  pause(): void { this.paused = true; this.conn?.socket.pause(); }
+  resume(): void { this.paused = false; this.conn?.resumeReading(); }
+  abort(reason: Error): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.conn?.socket.destroy();
+  }
+}
+
+/**
+ * HTTP/1.1 connection pool for one upstream host, written for the proxy's hot
+ * path: idle connections are reused LIFO, requests beyond max_connections wait
+ * in a FIFO queue, responses are parsed straight off the socket.
+ */
+export class H1Pool {
+  readonly opts: H1PoolOptions;
+  private readonly idle: H1ClientConnection[] = [];
+  private readonly queue: Call[] = [];
+  private queueHead = 0;
+  connections = 0;
+  private closed = false;
+
+  constructor(opts: H1PoolOptions) {
+    this.opts = opts;
+  }
+
+  dispatch(req: UpstreamRequest, handler: Handler): boolean {
+    const call = new Call(req, handler);
+    handler.onRequestStart?.(call, {});
+    if (call.aborted) return false;
+    this.assign(call);
+    return true;
+  }
+
+  private assign(call: Call): void {
+    const conn = this.idle.pop();
+    if (conn) return conn.start(call);
+    if (this.connections < this.opts.maxConnections) return this.open(call);
+    this.queue.push(call);
+  }
+
+  private open(call: Call): void {
+    this.connections++;
+    new H1ClientConnection(this, call);
+  }
+
+  /** A connection is free: give it the next queued request or park it. */
+  release(conn: H1ClientConnection): void {
+    while (this.queueHead < this.queue.length) {
+      const next = this.queue[this.queueHead];
+      this.queue[this.queueHead++] = undefined as unknown as Call;
+      if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) { this.queue.splice(0, this.queueHead); this.queueHead = 0; }
+      if (!next.aborted) return conn.start(next);
+    }
+    if (this.closed) { conn.socket.end(); return; }
+    this.idle.push(conn);
+  }
+
+  removed(conn: H1ClientConnection): void {
+    this.connections--;
+    const i = this.idle.indexOf(conn);
+    if (i >= 0) this.idle.splice(i, 1);
+    // A queued request can use the slot.
+    if (this.queueHead < this.queue.length && this.connections < this.opts.maxConnections && !this.closed) {
+      const next = this.queue[this.queueHead];
+      this.queue[this.queueHead++] = undefined as unknown as Call;
+      if (!next.aborted) this.open(next);
+    }
+  }
+
+  /** Retry `call` on a brand-new connection (stale keep-alive race). */
+  retryFresh(call: Call): void {
+    call.retried = true;
+    this.connections++;
+    new H1ClientConnection(this, call);
+  }
+
+  get pending(): number { return this.queue.length - this.queueHead; }
+
+  close(): void {
+    this.closed = true;
+    for (const c of this.idle) c.socket.end();
+    this.idle.length = 0;
+  }
+}
+
+/** One upstream HTTP/1.1 connection: writes a request, parses its response, repeats. */
+class H1ClientConnection {
+  readonly socket: Socket;
+  private readonly pool: H1Pool;
+  private call: Call | undefined;
+  private buf: Buffer = EMPTY;
+  private head: Head | undefined;
+  private remaining = 0;
+  private chunked: ChunkedDecoder | undefined;
+  private untilClose = false;
+  private served = 0;
+  private gotBytes = false;
+  private connected = false;
+  private dead = false;
+
+  constructor(pool: H1Pool, first: Call) {
+    this.pool = pool;
+    const o = pool.opts;
+    this.socket = o.tls
+      ? tlsConnect({ host: o.address, port: o.port, servername: o.tls.sni || undefined, secureContext: o.tls.context, rejectUnauthorized: o.tls.verifyPeer, ALPNProtocols: ['http/1.1'] })
+      : netConnect({ host: o.address, port: o.port, noDelay: true });
+    const socket = this.socket;
+    this.call = first;
+    first.conn = this;
+    if (o.connectTimeoutMs > 0) socket.setTimeout(o.connectTimeoutMs);
+    socket.once(o.tls ? 'secureConnect' : 'connect', () => {
+      this.connected = true;
+      socket.setTimeout(0);
+      o.onConnect();
+      if (this.call) this.send(this.call);
+    });
+    socket.on('timeout', () => this.fail(upstreamError(this.connected ? 'UND_ERR_SOCKET' : 'UND_ERR_CONNECT_TIMEOUT', this.connected ? 'idle timeout' : 'connect timeout')));
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('error', (err: Error) => this.fail(err));
+    socket.on('close', () => this.fail(upstreamError('UND_ERR_SOCKET', 'upstream connection closed')));
+    socket.on('drain', () => this.call?.req.body?.resume());
+  }
+
+  /** Reused from the idle list. */
+  start(call: Call): void {
+    this.call = call;
+    call.conn = this;
+    this.socket.setTimeout(0);
+    this.send(call);
+  }
+
+  private send(call: Call): void {
+    const req = call.req;
+    const h = req.headers;
+    const body = req.body;
+    let framing = '';
+    const chunked = body !== null && h['content-length'] === undefined;
+    if (chunked) framing = 'transfer-encoding: chunked\r\n';
+    this.gotBytes = false;
+    this.socket.write(`${req.method} ${req.path} HTTP/1.1\r\n${serializeHeaders(h)}${framing}\r\n`, 'latin1');
+    if (body) pipeBody(body, this.socket, chunked);
+  }
+
+  resumeReading(): void {
+    if (this.buf.length && this.call) this.parse();
+    this.socket.resume();
+  }
+
+  private onData(chunk: Buffer): void {
+    this.gotBytes = true;
+    if (!this.call) { this.socket.destroy(); return; }
+    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
+    this.parse();
+  }
+
+  private parse(): void {
+    while (this.call && this.buf.length) {
+      const call = this.call;
+      if (!this.head) {
+        const end = findHeadEnd(this.buf, 0);
+        if (end < 0) { if (this.buf.length > 65536) this.fail(upstreamError('HPE_HEADER_OVERFLOW', 'upstream response head too large')); return; }
+        const head = parseHead(this.buf, 0, end - 4, false, 1000);
+        if (typeof head === 'string') { this.fail(upstreamError('HPE_INVALID_HEADER', `invalid upstream response (${head})`)); return; }
+        this.buf = this.buf.subarray(end);
+        if (head.status < 200) continue; // 100 Continue and friends end here; the final response follows.
+        this.head = head;
+        const noBody = call.req.method === 'HEAD' || head.status === 204 || head.status === 304;
+        this.chunked = !noBody && head.chunked ? new ChunkedDecoder() : undefined;
+        this.untilClose = !noBody && !head.chunked && head.contentLength < 0;
+        this.remaining = noBody ? 0 : Math.max(0, head.contentLength);
+        const headers = head.headers;
+        delete headers['transfer-encoding'];
+        call.handler.onResponseStart?.(call, head.status, headers as IncomingHttpHeaders, head.reason);
+        if (call.aborted) return;
+        if (!this.chunked && !this.untilClose && this.remaining === 0) { this.complete(undefined); continue; }
+      }
+      if (call.paused) { this.socket.pause(); return; }
+      const buf = this.buf;
+      if (this.chunked) {
+        const used = this.chunked.push(buf, 0, (d) => call.handler.onResponseData?.(call, d));
+        if (used < 0) { this.fail(upstreamError('HPE_INVALID_CHUNK_SIZE', 'invalid chunked encoding from upstream')); return; }
+        this.buf = used === buf.length ? EMPTY : buf.subarray(used);
+        if (this.chunked.done) this.complete(this.chunked.trailers);
+      } else if (this.untilClose) {
+        this.buf = EMPTY;
+        call.handler.onResponseData?.(call, buf);
+      } else {
+        const take = Math.min(this.remaining, buf.length);
+        this.buf = take === buf.length ? EMPTY : buf.subarray(take);
+        this.remaining -= take;
+        call.handler.onResponseData?.(call, take === buf.length ? buf : buf.subarray(0, take));
+        if (this.remaining === 0) this.complete(undefined);
+      }
+    }
+  }
+
+  private complete(trailers: Headers | undefined): void {
+    const call = this.call!;
+    const close = this.head!.close || this.buf.length > 0;
+    this.head = undefined;
+    this.chunked = undefined;
+    this.call = undefined;
+    call.conn = undefined;
+    this.served++;
+    call.handler.onResponseEnd?.(call, (trailers ?? {}) as IncomingHttpHeaders);
+    const max = this.pool.opts.maxRequestsPerConnection;
+    if (close || this.dead || (max > 0 && this.served >= max) || (call.req.body && !call.req.body.readableEnded)) {
+      this.dead = true;
+      this.socket.destroy();
+      return;
+    }
+    if (this.socket.isPaused()) this.socket.resume();
+    if (this.pool.opts.idleTimeoutMs > 0) this.socket.setTimeout(this.pool.opts.idleTimeoutMs);
+    this.pool.release(this);
+  }
+
+  private fail(err: Error): void {
+    if (this.dead) return;
+    this.dead = true;
+    this.socket.destroy();
+    if (!this.connected) this.pool.opts.onConnectFail(); else this.pool.opts.onDisconnect();
+    this.pool.removed(this);
+    const call = this.call;
+    this.call = undefined;
+    if (!call || call.aborted) return;
+    if (this.untilClose && this.head && (err as { code?: string }).code === 'UND_ERR_SOCKET') {
+      // A close-delimited body ends with the connection.
+      this.head = undefined;
+      call.handler.onResponseEnd?.(call, {});
+      return;
+    }
+    // The peer closed a reused keep-alive connection before answering: safe to try once more on a new one.
+    if (this.connected && this.served > 0 && !this.gotBytes && !call.retried && call.req.body === null) {
+      this.pool.retryFresh(call);
+      return;
+    }
+    call.handler.onResponseError?.(call, err);
+  }
+}
+
+/** Streams a request body with backpressure (chunked framing when the length is unknown). */
+function pipeBody(body: Readable, socket: Socket, chunked: boolean): void {
+  body.on('data', (chunk: Buffer) => {
+    let ok: boolean;
+    if (chunked) {
+      socket.cork();
+      socket.write(chunk.length.toString(16) + '\r\n', 'latin1');
+      socket.write(chunk);
+      ok = socket.write('\r\n', 'latin1');
+      socket.uncork();
+    } else ok = socket.write(chunk);
+    if (!ok) body.pause();
+  });
+  body.once('end', () => { if (chunked) socket.write('0\r\n\r\n', 'latin1'); });
+  body.once('error', () => socket.destroy());
+}
