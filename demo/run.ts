@@ -7,11 +7,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, waitForPort, waitForReady } from './lib/net.ts';
+import { waitForPort, waitForReady } from './lib/net.ts';
 import { killAllSync, startNode, stopAll, tailOf, type Proc } from './lib/procs.ts';
 import { runLoad } from './lib/load.ts';
 import { printChecks, printLoad, printStats, splitVerdict, type CheckResult } from './lib/report.ts';
-import { bookinfo, bookinfoBootstrap, composeBootstrap, type BookinfoPorts } from './topologies/bookinfo.ts';
+import { bookinfo, bookinfoBootstrap, bookinfoPorts, composeBootstrap } from './topologies/bookinfo.ts';
 import type { Topology } from './lib/topology.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -51,13 +51,6 @@ function options() {
   };
 }
 
-async function ports(): Promise<BookinfoPorts> {
-  const keys = ['productpage', 'reviewsV1', 'reviewsV2', 'tcpEcho', 'ingress', 'outbound', 'tcp', 'admin'] as const;
-  const out = {} as BookinfoPorts;
-  for (const k of keys) out[k] = await freePort();
-  return out;
-}
-
 async function start(topo: Topology, dir: string, echoAccessLog: () => boolean): Promise<Proc[]> {
   for (const [name, text] of Object.entries(topo.files)) writeFileSync(path.join(dir, name), text);
   const procs: Proc[] = [];
@@ -74,7 +67,7 @@ async function start(topo: Topology, dir: string, echoAccessLog: () => boolean):
 async function main(): Promise<number> {
   const opts = options();
   if (opts.help) { console.log(USAGE); return 0; }
-  const p = await ports();
+  const p = await bookinfoPorts();
   if (opts.printBootstrap === 'compose') { process.stdout.write(composeBootstrap()); return 0; }
   if (opts.printBootstrap === 'local') { process.stdout.write(bookinfoBootstrap(p)); return 0; }
   if (opts.printBootstrap !== undefined) throw new Error(`--print-bootstrap: expected local or compose, got ${opts.printBootstrap}`);
@@ -128,6 +121,7 @@ async function main(): Promise<number> {
       ? `OK: ${checks.length} checks passed, ${load.sent} requests, no failures`
       : `FAILED: ${failedChecks} of ${checks.length} checks failed, ${bad} of ${load.sent} requests failed${split.ok ? '' : ', split off'}`);
 
+    if (!opts.keep) console.log('(run with --keep to leave it all running and try it with curl)');
     if (opts.keep && !interrupted) {
       console.log(`\nrunning until Ctrl-C (access log follows). Try:\n${topo.urls.map((u) => `  ${u}`).join('\n')}\n`);
       echo = true;

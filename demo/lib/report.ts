@@ -1,5 +1,5 @@
 /** The demo's summary: checks, load (status counts, latency percentiles, split) and the proxy's stats. */
-import { get } from './net.ts';
+import { get, HOST } from './net.ts';
 import { percentile, type LoadResult } from './load.ts';
 
 export interface CheckResult { readonly name: string; readonly ok: boolean; readonly detail: string }
@@ -18,7 +18,7 @@ export function printLoad(r: LoadResult): void {
   for (const t of r.targets) {
     const l = t.latenciesMs.sort((a, b) => a - b);
     all.push(...l);
-    rows.push(`  ${t.target.label.padEnd(22)} ${String(l.length).padStart(8)} ${ms(percentile(l, 50))} ${ms(percentile(l, 90))} ${ms(percentile(l, 99))}   ${t.unexpected ? `${t.unexpected} not ${t.target.expect}` : ''}`);
+    rows.push(`  ${t.target.label.padEnd(22)} ${String(l.length).padStart(8)} ${ms(percentile(l, 50))} ${ms(percentile(l, 90))} ${ms(percentile(l, 99))}   ${t.unexpected ? `${t.unexpected} not ${t.target.expect}` : ''}`.trimEnd());
   }
   all.sort((a, b) => a - b);
   const secs = r.elapsedMs / 1000;
@@ -51,7 +51,7 @@ export async function printStats(admins: ReadonlyArray<{ name: string; port: num
       const r = await get(a.port, `/stats?format=json`);
       const stats = (JSON.parse(r.body) as { stats: Array<{ name: string; value: number }> }).stats;
       const shown = stats.filter((s) => filter.test(s.name) && (s.value !== 0 || s.name.endsWith('_total')));
-      console.log(`${a.name} stats (admin /stats):`);
+      console.log(`${a.name} stats (admin http://${HOST}:${a.port}/stats):`);
       for (const s of shown) console.log(`  ${s.name}: ${s.value}`);
     } catch (err) {
       console.log(`${a.name} stats: unavailable (${(err as Error).message})`);

@@ -8,7 +8,7 @@
  *   tcp       :T  TCP   tcp_proxy → tcp-echo
  *   admin     :A        /ready /stats /clusters /config_dump ...
  */
-import { get, HOST } from '../lib/net.ts';
+import { freePort, get, HOST } from '../lib/net.ts';
 import { h2Get, tcpRoundTrip } from '../lib/probes.ts';
 import { bootstrap, cluster, httpListener, tcpListener, weighted } from '../lib/envoy.ts';
 import { toYaml } from '../lib/yaml.ts';
@@ -17,6 +17,14 @@ import type { Check, Topology, TopologyOptions } from '../lib/topology.ts';
 export interface BookinfoPorts {
   productpage: number; reviewsV1: number; reviewsV2: number; tcpEcho: number;
   ingress: number; outbound: number; tcp: number; admin: number;
+}
+
+/** Free loopback ports for every app and listener. */
+export async function bookinfoPorts(): Promise<BookinfoPorts> {
+  const keys = ['productpage', 'reviewsV1', 'reviewsV2', 'tcpEcho', 'ingress', 'outbound', 'tcp', 'admin'] as const;
+  const out = {} as BookinfoPorts;
+  for (const k of keys) out[k] = await freePort();
+  return out;
 }
 
 export const SPLIT = { 'reviews-v1': 80, 'reviews-v2': 20 };

@@ -181,9 +181,12 @@ export async function startProxy(build: (ports: PortBook) => Json, opts: StartOp
     }
     if (ready) return proxy;
     await sleep(50);
+    const stoppedBeforeReady = child.exitCode === null && child.signalCode === null;
     lastError = `skua-proxy did not become ready (exit ${child.exitCode ?? child.signalCode ?? 'none'}); stderr:\n${err.text()}\nstdout:\n${out.text()}`;
     await proxy.stop();
-    if (!/EADDRINUSE/.test(lastError)) break;
+    // Retry a lost port race, and a start killed by a signal this module did not send (a shared
+    // machine where someone else cleans up node processes); anything else is the proxy's failure.
+    if (!/EADDRINUSE/.test(lastError) && !(child.signalCode && !stoppedBeforeReady)) break;
   }
   throw new Error(lastError);
 }

@@ -52,8 +52,13 @@ export const NO_HEADER_OPS = new HeaderOps([], []);
 
 /** Reads `<prefix>_headers_to_add` / `<prefix>_headers_to_remove` from a route config level. */
 export function compileHeaderOps(m: Msg, prefix: 'request' | 'response'): HeaderOps {
-  const adds = m.list(`${prefix}_headers_to_add`).map(compileAdd);
-  const removes = m.strList(`${prefix}_headers_to_remove`).map((h) => h.toLowerCase());
+  return compileHeaderOpsFrom(m, `${prefix}_headers_to_add`, `${prefix}_headers_to_remove`);
+}
+
+/** Header ops from any pair of fields (local reply mappers use `headers_to_add`). */
+export function compileHeaderOpsFrom(m: Msg, addField: string, removeField: string): HeaderOps {
+  const adds = m.list(addField).map(compileAdd);
+  const removes = m.strList(removeField).map((h) => h.toLowerCase());
   return adds.length || removes.length ? new HeaderOps(adds, removes) : NO_HEADER_OPS;
 }
 

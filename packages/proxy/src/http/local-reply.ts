@@ -1,18 +1,29 @@
 import type { OutgoingHttpHeaders } from 'node:http';
-import type { Exchange } from './exchange.ts';
+import type { RequestRecord } from './request-record.ts';
+import { rewriteLocalReply, type LocalReplyConfig } from './local-reply-config.ts';
 
 /**
- * Envoy's local reply: status, optional text body, `server` header. When the
- * response has already started there is nothing to say: reset the stream.
+ * Envoy's local reply: status, optional text body, `server` header, rewritten
+ * by local_reply_config when there is one. When the response has already
+ * started there is nothing to say: reset the stream. Returns the body size.
  */
-export function sendLocalReply(ex: Exchange, status: number, body: string | Buffer | undefined, serverName: string, extra?: OutgoingHttpHeaders): number {
+export function sendLocalReply(rec: RequestRecord, status: number, body: string | Buffer | undefined,
+  s: { serverName: string; localReply: LocalReplyConfig | undefined }, extra?: OutgoingHttpHeaders): number {
+  const ex = rec.ex;
   if (ex.headersSent) { ex.reset(); return 0; }
   const headers: OutgoingHttpHeaders = extra ? { ...extra } : {};
+  if (s.localReply) {
+    const r = rewriteLocalReply(s.localReply, rec, status, body === undefined ? '' : body.toString(), headers as Record<string, string>);
+    status = r.status;
+    rec.status = status;
+    body = r.body === '' ? undefined : r.body;
+    if (r.contentType) headers['content-type'] = r.contentType;
+  }
   const len = body === undefined ? 0 : Buffer.byteLength(body);
   headers['content-length'] = len;
   if (len > 0 && headers['content-type'] === undefined) headers['content-type'] = 'text/plain';
   headers.date = new Date().toUTCString();
-  if (serverName) headers.server = serverName;
+  if (s.serverName) headers.server = s.serverName;
   const sendBody = len > 0 && ex.method !== 'HEAD';
   ex.respond(status, headers, !sendBody);
   if (sendBody) { ex.write(typeof body === 'string' ? Buffer.from(body) : body as Buffer); ex.end(); }

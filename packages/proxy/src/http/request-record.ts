@@ -24,6 +24,7 @@ export class RequestRecord implements LogEntry {
   requestId = '';
   responseHeaders: Record<string, string | string[] | number | undefined> | undefined;
   details = '';
+  localReplyBody: string | undefined;
 
   constructor(ex: Exchange, startMs: number) {
     this.ex = ex;

@@ -10,6 +10,7 @@ import type { ClusterManager } from '../upstream/manager.ts';
 import type { Cluster, UpstreamDispatcher } from '../upstream/cluster.ts';
 import type { Host } from '../upstream/host.ts';
 import type { HcmStats } from './hcm-stats.ts';
+import type { LocalReplyConfig } from './local-reply-config.ts';
 
 /** The immutable per-HCM settings the router reads on every request. */
 export interface RouterSettings {
@@ -23,6 +24,7 @@ export interface RouterSettings {
   readonly suppressEnvoyHeaders: boolean;
   readonly schemeOverwrite: string;
   readonly stats: HcmStats;
+  readonly localReply: LocalReplyConfig | undefined;
   readonly onComplete: ((r: RequestRecord) => void) | undefined;
 }
 
@@ -60,7 +62,7 @@ export function finishLocal(rec: RequestRecord, s: RouterSettings, status: numbe
   rec.status = status;
   if (flag !== Flag.None) rec.flags = flag;
   rec.details = details;
-  rec.bytesSent = sendLocalReply(rec.ex, status, body, s.serverName, headers);
+  rec.bytesSent = sendLocalReply(rec, status, body, s, headers);
   complete(rec, s);
 }
 
@@ -280,7 +282,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     this.rec.status = status;
     this.rec.flags = flag;
     this.rec.details = details;
-    this.rec.bytesSent = sendLocalReply(this.ex, status, body, this.s.serverName);
+    this.rec.bytesSent = sendLocalReply(this.rec, status, body, this.s);
     this.finish();
   }
 

@@ -46,6 +46,7 @@ const SIMPLE: Record<string, (e: LogEntry) => string | number | undefined> = {
   REQUESTED_SERVER_NAME: (e) => e.conn.serverName,
   CONNECTION_ID: (e) => e.conn.id,
   HOSTNAME: () => hostname(),
+  LOCAL_REPLY_BODY: (e) => e.localReplyBody,
 };
 
 const COMMAND = /%([A-Z_]+)(?:\(([^)]*)\))?(?::(\d+))?%/g;

@@ -14,6 +14,8 @@ export interface LogEntry {
   readonly upstreamCluster: string;
   readonly routeName: string;
   readonly conn: ConnInfo;
+  /** The text of a local reply, for %LOCAL_REPLY_BODY% in local_reply_config formats. */
+  readonly localReplyBody?: string;
   requestHeader(name: string): string | undefined;
   responseHeader(name: string): string | undefined;
 }

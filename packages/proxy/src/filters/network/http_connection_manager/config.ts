@@ -2,6 +2,7 @@ import type { Msg } from '../../../config/fields.ts';
 import { RouteTable } from '../../../http/route-config.ts';
 import { compileRouterFilter, ROUTER_TYPE, type RouterFilterConfig } from '../../http/router/config.ts';
 import { compileAccessLogs, type AccessLogger } from '../../../telemetry/access-log.ts';
+import { compileLocalReplyConfig, type LocalReplyConfig } from '../../../http/local-reply-config.ts';
 
 export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 const CODECS = ['AUTO', 'HTTP1', 'HTTP2', 'HTTP3'] as const;
@@ -11,7 +12,7 @@ const UNDERSCORES = ['ALLOW', 'REJECT_REQUEST', 'DROP_HEADER'] as const;
 /** Fields that change behaviour and are not built yet: refused rather than ignored. */
 const NOT_YET = ['rds', 'scoped_routes', 'tracing', 'add_user_agent', 'internal_address_config', 'forward_client_cert_details',
   'set_current_client_cert_details', 'original_ip_detection_extensions', 'early_header_mutation_extensions', 'request_id_extension',
-  'local_reply_config', 'strip_matching_host_port', 'strip_any_host_port', 'path_normalization_options', 'normalize_path', 'merge_slashes'];
+  'strip_matching_host_port', 'strip_any_host_port', 'path_normalization_options', 'normalize_path', 'merge_slashes'];
 
 export interface HcmConfig {
   readonly statPrefix: string;
@@ -41,6 +42,7 @@ export interface HcmConfig {
   /** HCM-level upgrade_configs: upgrade type (lower case) → enabled. */
   readonly upgrades: ReadonlyMap<string, boolean>;
   readonly accessLogs: readonly AccessLogger[];
+  readonly localReply: LocalReplyConfig | undefined;
 }
 
 export function compileHcm(m: Msg): HcmConfig {
@@ -71,7 +73,7 @@ export function compileHcm(m: Msg): HcmConfig {
   }
   const maxKb = m.num('max_request_headers_kb', 60);
   if (maxKb < 1 || maxKb > 8192) throw m.error('max_request_headers_kb', 'must be between 1 and 8192');
-  const schemeTransform = m.msg('scheme_header_transformation');
+  const schemeOverwrite = readSchemeOverwrite(m);
   return {
     statPrefix: m.requiredStr('stat_prefix'),
     codec: m.enumOf('codec_type', CODECS),
@@ -83,7 +85,7 @@ export function compileHcm(m: Msg): HcmConfig {
     skipXffAppend: m.bool('skip_xff_append'),
     generateRequestId: m.bool('generate_request_id', true),
     preserveExternalRequestId: m.bool('preserve_external_request_id'),
-    schemeOverwrite: schemeTransform?.str('scheme_to_overwrite') ?? '',
+    schemeOverwrite,
     idleTimeoutMs: common?.durationMs('idle_timeout', 3_600_000) ?? 3_600_000,
     streamIdleTimeoutMs: m.durationMs('stream_idle_timeout', 300_000),
     requestTimeoutMs: m.durationMs('request_timeout', 0),
@@ -99,5 +101,21 @@ export function compileHcm(m: Msg): HcmConfig {
     h2AllowConnect: h2?.bool('allow_connect') ?? false,
     upgrades,
     accessLogs: compileAccessLogs(m.list('access_log')),
+    localReply: m.has('local_reply_config') ? compileLocalReplyConfig(m.requiredMsg('local_reply_config')) : undefined,
   };
+}
+
+/** scheme_header_transformation: the SchemeHeaderTransformation message, or the enum form with a sibling `scheme`. */
+function readSchemeOverwrite(m: Msg): string {
+  const raw = m.raw.scheme_header_transformation;
+  if (raw === undefined || raw === null) return '';
+  if (typeof raw === 'string') {
+    if (raw !== 'OVERWRITE_SCHEME') throw m.error('scheme_header_transformation', `unsupported value ${raw}`);
+    const scheme = m.requiredStr('scheme');
+    if (scheme !== 'http' && scheme !== 'https') throw m.error('scheme', 'must be http or https');
+    return scheme;
+  }
+  const t = m.requiredMsg('scheme_header_transformation');
+  if (t.bool('match_upstream')) throw t.error('match_upstream', 'is not supported yet');
+  return t.str('scheme_to_overwrite');
 }

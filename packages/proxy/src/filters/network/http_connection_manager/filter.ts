@@ -45,6 +45,7 @@ export class HttpConnectionManager {
       suppressEnvoyHeaders: config.router.suppressEnvoyHeaders,
       schemeOverwrite: config.schemeOverwrite,
       stats,
+      localReply: config.localReply,
       onComplete: logs.length ? (r: RequestRecord) => { for (const l of logs) l.log(r); } : undefined,
     };
     this.h1 = this.createH1();
