@@ -1,6 +1,6 @@
 /**
  * Bookinfo, minus most of the books: productpage → reviews (v1 80% / v2 20%), all behind one
- * skua-proxy on a static Envoy bootstrap with four listeners:
+ * skua-proxy on a static Envoy bootstrap with three listeners and admin:
  *
  *   ingress   :I  HTTP  /healthz direct_response, / redirect, /productpage, /reviews/* split,
  *                       /reviews/* with `x-canary: true` → v2, /api/v1/reviews/* prefix + host rewrite
@@ -23,7 +23,13 @@ export interface BookinfoPorts {
 export async function bookinfoPorts(): Promise<BookinfoPorts> {
   const keys = ['productpage', 'reviewsV1', 'reviewsV2', 'tcpEcho', 'ingress', 'outbound', 'tcp', 'admin'] as const;
   const out = {} as BookinfoPorts;
-  for (const k of keys) out[k] = await freePort();
+  const used = new Set<number>();
+  for (const k of keys) {
+    let port = await freePort();
+    while (used.has(port)) port = await freePort();
+    used.add(port);
+    out[k] = port;
+  }
   return out;
 }
 

@@ -62,25 +62,27 @@ export function openSocket(port: number, host = '127.0.0.1'): Promise<Socket> {
   });
 }
 
-/** Reads from `s` until `done(buffer)` is true or the peer closes; bounded by `timeoutMs`. */
-export function readUntil(s: Socket, done: (buf: Buffer) => boolean, timeoutMs = 5000): Promise<Buffer> {
+/** Reads from `s` until `done(buffer)` is true or the peer closes (no `done`: until close); bounded by `timeoutMs`. */
+export function readUntil(s: Socket, done?: (buf: Buffer) => boolean, timeoutMs = 5000): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    let buf = Buffer.alloc(0);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const all = (): Buffer => { if (chunks.length > 1) chunks.splice(0, chunks.length, Buffer.concat(chunks)); return chunks[0] ?? Buffer.alloc(0); };
     const finish = (err?: Error): void => {
       clearTimeout(timer);
       s.off('data', onData); s.off('end', onEnd); s.off('close', onEnd); s.off('error', onError);
-      if (err) reject(err); else resolve(buf);
+      if (err) reject(err); else resolve(all());
     };
-    const onData = (d: Buffer): void => { buf = Buffer.concat([buf, d]); if (done(buf)) finish(); };
+    const onData = (d: Buffer): void => { chunks.push(d); size += d.length; if (done?.(all())) finish(); };
     const onEnd = (): void => finish();
     const onError = (e: Error): void => finish(e);
-    const timer = setTimeout(() => finish(new Error(`timed out after ${timeoutMs} ms; got ${buf.length} bytes: ${buf.subarray(0, 300).toString('latin1')}`)), timeoutMs);
+    const timer = setTimeout(() => finish(new Error(`timed out after ${timeoutMs} ms; got ${size} bytes: ${all().subarray(0, 300).toString('latin1')}`)), timeoutMs);
     s.on('data', onData); s.once('end', onEnd); s.once('close', onEnd); s.once('error', onError);
   });
 }
 
 /** Writes `data` on a fresh connection and returns everything read until `done` or close. */
-export async function rawExchange(port: number, data: string | Buffer, done: (buf: Buffer) => boolean = () => false, timeoutMs = 5000): Promise<Buffer> {
+export async function rawExchange(port: number, data: string | Buffer, done?: (buf: Buffer) => boolean, timeoutMs = 5000): Promise<Buffer> {
   const s = await openSocket(port);
   try {
     const p = readUntil(s, done, timeoutMs);
