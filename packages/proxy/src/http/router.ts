@@ -144,7 +144,7 @@ export function planForward(ex: Exchange, s: RouterSettings, rec: RequestRecord,
   let timeoutMs = a.timeoutMs;
   const override = ex.headers['x-envoy-upstream-rq-timeout-ms'];
   if (typeof override === 'string' && /^\d+$/.test(override)) timeoutMs = Number(override);
-  delete headers['x-envoy-upstream-rq-timeout-ms'];
+  if (override !== undefined) headers['x-envoy-upstream-rq-timeout-ms'] = undefined;
   if (timeoutMs > 0 && !s.suppressEnvoyHeaders) headers['x-envoy-expected-rq-timeout-ms'] = String(timeoutMs);
   if (picked.weightedIndex >= 0) a.weighted[picked.weightedIndex].requestHeaders.apply(headers);
   return { cluster, host, headers, path, timeoutMs, weightedIndex: picked.weightedIndex };
@@ -163,15 +163,12 @@ function upstreamHeaders(ex: Exchange, s: RouterSettings, rec: RequestRecord, vh
   const h = ex.headers;
   const connection = h.connection;
   if (typeof connection === 'string' && connection !== 'keep-alive' && connection !== 'close') {
-    for (const name of connection.split(',')) delete h[name.trim().toLowerCase()];
+    for (const name of connection.split(',')) clear(h, name.trim().toLowerCase());
   }
   const te = h.te;
-  for (let i = 0; i < HOP_BY_HOP.length; i++) delete h[HOP_BY_HOP[i]];
+  clearAll(h, HOP_BY_HOP);
   if (typeof te === 'string' && te.toLowerCase() === 'trailers') h.te = 'trailers';
-  delete h.expect;
-  delete h['http2-settings'];
-  delete h.host;
-  delete h['x-envoy-original-dst-host'];
+  clearAll(h, REQUEST_ONLY_HOP);
   h.host = a.hostRewrite || (a.autoHostRewrite && host.hostname ? host.hostname : ex.authority);
   if (s.useRemoteAddress && !s.skipXffAppend) {
     const xff = h['x-forwarded-for'];
@@ -230,7 +227,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     rec.status = status;
     rec.upstreamServiceTimeMs = Math.round(now() - rec.startMs);
     const h = headers as Headers;
-    for (let i = 0; i < HOP_BY_HOP.length; i++) delete h[HOP_BY_HOP[i]];
+    clearAll(h, HOP_BY_HOP);
     if (this.s.serverName) h.server = this.s.serverName;
     if (!this.s.suppressEnvoyHeaders) h['x-envoy-upstream-service-time'] = String(rec.upstreamServiceTimeMs);
     this.weightedResponseOps?.apply(h);
@@ -310,6 +307,21 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     cs.rqCompleted.value++;
     complete(this.rec, this.s);
   }
+}
+
+/** Headers a proxy never forwards upstream besides the hop-by-hop ones. */
+const REQUEST_ONLY_HOP = ['expect', 'http2-settings', 'x-envoy-original-dst-host'];
+
+/**
+ * Unset instead of `delete`: deleting turns a header object into a slow
+ * dictionary; serialisers skip undefined values.
+ */
+function clear(h: Headers, name: string): void {
+  if (h[name] !== undefined) h[name] = undefined;
+}
+
+function clearAll(h: Headers, names: readonly string[]): void {
+  for (let i = 0; i < names.length; i++) if (h[names[i]] !== undefined) h[names[i]] = undefined;
 }
 
 function onTimeout(call: UpstreamCall): void {

@@ -222,7 +222,7 @@ class H1ClientConnection {
         this.untilClose = !noBody && !head.chunked && head.contentLength < 0;
         this.remaining = noBody ? 0 : Math.max(0, head.contentLength);
         const headers = head.headers;
-        delete headers['transfer-encoding'];
+        if (headers['transfer-encoding'] !== undefined) headers['transfer-encoding'] = undefined;
         call.handler.onResponseStart?.(call, head.status, headers as IncomingHttpHeaders, head.reason);
         if (call.aborted) return;
         if (!this.chunked && !this.untilClose && this.remaining === 0) { this.complete(undefined); continue; }
