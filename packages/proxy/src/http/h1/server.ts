@@ -11,6 +11,10 @@ export interface H1Host {
   readonly maxHeaders: number;
   readonly acceptHttp10: boolean;
   readonly idleTimeoutMs: number;
+  /** stream_idle_timeout: no activity on the request in flight (0 = off). */
+  readonly streamIdleTimeoutMs: number;
+  /** request_timeout: the whole request must arrive within this (0 = off). */
+  readonly requestTimeoutMs: number;
   readonly serverName: string;
   isDraining(): boolean;
   onRequest(ex: H1Exchange): void;
@@ -48,8 +52,29 @@ export class H1Connection {
     socket.on('close', () => this.onClose());
     socket.on('end', () => { if (!this.current) socket.end(); });
     socket.on('error', () => { /* 'close' follows */ });
-    if (host.idleTimeoutMs > 0) socket.setTimeout(host.idleTimeoutMs, () => { if (!this.current) socket.destroy(); });
+    // One socket inactivity timer serves both the connection idle timeout and the stream idle timeout.
+    const tick = minPositive(host.idleTimeoutMs, host.streamIdleTimeoutMs);
+    if (tick > 0) {
+      socket.setTimeout(tick);
+      socket.on('timeout', () => this.onInactive(tick));
+    }
     socket.resume();
+  }
+
+  private idleFor = 0;
+
+  private onInactive(tick: number): void {
+    if (this.closed) return;
+    const cur = this.current;
+    if (cur) {
+      this.idleFor = 0;
+      if (this.host.streamIdleTimeoutMs > 0) cur.timedOut(408, 'stream_idle_timeout');
+    } else {
+      this.idleFor += tick;
+      if (this.host.idleTimeoutMs > 0 && this.idleFor >= this.host.idleTimeoutMs) { this.closed = true; this.socket.end(); return; }
+    }
+    // The 'timeout' event fires once per quiet period: re-arm for the next one.
+    if (!this.closed) this.socket.setTimeout(tick);
   }
 
   private onData(chunk: Buffer): void {
@@ -98,6 +123,8 @@ export class H1Connection {
     }
     const ex = new H1Exchange(this, head);
     this.current = ex;
+    this.idleFor = 0;
+    if (this.host.requestTimeoutMs > 0 && !ex.bodyDone) ex.startRequestTimer(this.host.requestTimeoutMs);
     if (head.versionMinor === 0 && !this.host.acceptHttp10) {
       ex.localReply(426);
       return;
@@ -223,7 +250,23 @@ export class H1Exchange implements Exchange {
 
   private endBody(): void {
     this.bodyDone = true;
+    if (this.requestTimer) { clearTimeout(this.requestTimer); this.requestTimer = undefined; }
     this.bodyStream?.push(null);
+  }
+
+  private requestTimer: NodeJS.Timeout | undefined;
+
+  startRequestTimer(ms: number): void {
+    this.requestTimer = setTimeout(() => this.timedOut(408, 'request_overall_timeout'), ms);
+  }
+
+  /** request_timeout / stream_idle_timeout: 408 if nothing was sent yet, otherwise reset. */
+  timedOut(status: number, _details: string): void {
+    if (this.done) return;
+    if (this.headersSent) { this.reset(); this.onClose?.(); return; }
+    this.closeAfter = true;
+    this.respond(status, { 'content-length': 0 }, true);
+    this.onClose?.();
   }
 
   respond(status: number, headers: OutgoingHttpHeaders, endStream: boolean): void {
@@ -276,6 +319,7 @@ export class H1Exchange implements Exchange {
 
   private finish(): void {
     this.done = true;
+    if (this.requestTimer) clearTimeout(this.requestTimer);
     this.c.finished(this, this.closeAfter);
   }
 
@@ -305,4 +349,9 @@ export class H1Exchange implements Exchange {
 
 export function rawResponse(status: number, headers: Headers | OutgoingHttpHeaders): string {
   return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${serializeHeaders(headers as Record<string, string>)}\r\n`;
+}
+
+function minPositive(a: number, b: number): number {
+  if (a > 0 && b > 0) return Math.min(a, b);
+  return a > 0 ? a : b;
 }

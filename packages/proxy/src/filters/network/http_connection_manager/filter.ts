@@ -60,6 +60,8 @@ export class HttpConnectionManager {
       maxHeaders: c.maxHeadersCount,
       acceptHttp10: c.acceptHttp10,
       idleTimeoutMs: c.idleTimeoutMs,
+      streamIdleTimeoutMs: c.streamIdleTimeoutMs,
+      requestTimeoutMs: c.requestTimeoutMs,
       serverName: this.settings.serverName,
       isDraining: () => this.draining,
       onRequest: (ex: H1Exchange) => { stats.rqHttp1Total.value++; routeRequest(ex, this.settings); },
