@@ -293,8 +293,9 @@ export class H1Exchange implements Exchange {
     const socket = this.c.socket;
     const head = this.pendingHead + prefix;
     this.pendingHead = '';
-    if (!chunk) return socket.write(head + suffix, 'latin1');
-    if (chunk.length <= 8192) return socket.write(head + chunk.toString('latin1') + suffix, 'latin1');
+    // One Buffer per small response: a single write syscall, and Buffer writes cost less than string writes.
+    if (!chunk) return socket.write(Buffer.from(head + suffix, 'latin1'));
+    if (chunk.length <= 8192) return socket.write(Buffer.from(head + chunk.toString('latin1') + suffix, 'latin1'));
     socket.cork();
     if (head) socket.write(head, 'latin1');
     socket.write(chunk);
