@@ -27,11 +27,12 @@ export function loadBootstrapSource(configPath: string | undefined, configYaml: 
   if (configPath) {
     let text: string;
     try { text = readFileSync(configPath, 'utf8'); } catch (err) { throw new ConfigError('', `cannot read ${configPath}: ${(err as Error).message}`); }
-    base = parseText(text, configPath);
+    base = normalizeKeys(parseText(text, configPath));
   }
-  if (configYaml) base = merge(base, parseText(configYaml, '--config-yaml'));
+  // Normalise each source before merging, so camelCase and snake_case spellings merge field by field.
+  if (configYaml) base = merge(base, normalizeKeys(parseText(configYaml, '--config-yaml')));
   if (!configPath && !configYaml) throw new ConfigError('', 'no configuration: pass -c/--config-path or --config-yaml');
-  const normalized = normalizeKeys(base);
+  const normalized = base;
   if (normalized === null || typeof normalized !== 'object' || Array.isArray(normalized)) throw new ConfigError('', 'the bootstrap must be an object');
   return normalized as Record<string, unknown>;
 }

@@ -66,11 +66,15 @@ function compileAdd(m: Msg): HeaderAdd {
   const h = m.requiredMsg('header');
   const key = h.requiredStr('key').toLowerCase();
   const value = h.has('raw_value') ? Buffer.from(h.str('raw_value'), 'base64').toString('latin1') : h.str('value');
-  if (/%[A-Z_]+(\(.*?\))?%/.test(value)) {
+  if (/%[A-Z_]+(\(.*?\))?%/.test(value.replace(/%%/g, ''))) {
     throw h.error('value', `header value formatters (${value}) are not supported yet`);
   }
   let action: AppendAction = 'APPEND_IF_EXISTS_OR_ADD';
   if (m.has('append_action')) action = m.enumOf('append_action', APPEND_ACTIONS);
-  else if (m.has('append')) action = m.bool('append') ? 'APPEND_IF_EXISTS_OR_ADD' : 'OVERWRITE_IF_EXISTS_OR_ADD';
-  return { key, value, action, keepEmpty: m.bool('keep_empty_value') };
+  if (m.has('append')) {
+    if (action !== 'APPEND_IF_EXISTS_OR_ADD') throw m.error('append', 'both append and append_action are set');
+    action = m.bool('append') ? 'APPEND_IF_EXISTS_OR_ADD' : 'OVERWRITE_IF_EXISTS_OR_ADD';
+  }
+  // `%%` is Envoy's escape for a literal percent sign.
+  return { key, value: value.replace(/%%/g, '%'), action, keepEmpty: m.bool('keep_empty_value') };
 }

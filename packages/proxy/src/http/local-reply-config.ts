@@ -35,7 +35,7 @@ function compileFilter(m: Msg): Filter {
   }
   if (m.has('header_filter')) {
     const hm = compileHeaderMatcher(m.requiredMsg('header_filter').requiredMsg('header'));
-    return (r) => hm(headersWithPseudo(r));
+    return (r) => hm(r.ex);
   }
   if (m.has('response_flag_filter')) {
     const flags = m.requiredMsg('response_flag_filter').strList('flags');
@@ -50,11 +50,6 @@ function compileFilter(m: Msg): Filter {
     return (r) => fs.some((f) => f(r));
   }
   throw m.error('', `unsupported access log filter ${Object.keys(m.raw).join(', ')}`);
-}
-
-/** Header matchers may name pseudo-headers (`:method`, `:path`, `:authority`). */
-function headersWithPseudo(r: RequestRecord): Record<string, string | string[] | undefined> {
-  return { ...r.ex.headers, ':method': r.ex.method, ':path': r.originalPath, ':authority': r.ex.authority, ':scheme': r.ex.scheme };
 }
 
 function compileBodyFormat(m: Msg): BodyFormat {

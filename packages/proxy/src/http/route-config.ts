@@ -102,7 +102,7 @@ export class RouteTable {
       if (!r.match.path(req.path)) continue;
       const hs = r.match.headers;
       let ok = true;
-      for (let j = 0; j < hs.length && ok; j++) ok = hs[j](req.headers);
+      for (let j = 0; j < hs.length && ok; j++) ok = hs[j](req);
       if (ok) return { vhost, route: r };
     }
     return undefined;

@@ -8,10 +8,24 @@ export interface RequestView {
   readonly method: string;
   /** :path including the query string. */
   readonly path: string;
+  readonly authority: string;
+  readonly scheme: string;
   readonly headers: Headers;
 }
 
-export type HeaderPredicate = (headers: Headers) => boolean;
+export type HeaderPredicate = (req: RequestView) => boolean;
+
+/** Header lookup, with the pseudo-headers (which codecs keep out of `headers`) read from the request itself. */
+function headerGetter(name: string): (req: RequestView) => string | string[] | undefined {
+  switch (name) {
+    case ':method': return (r) => r.method;
+    case ':path': return (r) => r.path;
+    case ':authority': return (r) => r.authority;
+    case ':scheme': return (r) => r.scheme;
+    case 'host': return (r) => r.headers.host ?? r.authority;
+    default: return (r) => r.headers[name];
+  }
+}
 
 /** envoy.config.route.v3.RouteMatch compiled to one predicate over the path and one over headers. */
 export interface CompiledMatch {
@@ -76,6 +90,7 @@ export function compileRegex(m: Msg, flags = ''): RegExp {
 /** envoy.config.route.v3.HeaderMatcher. Multiple values of a header are matched joined with ','. */
 export function compileHeaderMatcher(m: Msg): HeaderPredicate {
   const name = m.requiredStr('name').toLowerCase();
+  const get = headerGetter(name);
   const invert = m.bool('invert_match');
   const treatMissingAsEmpty = m.bool('treat_missing_header_as_empty');
   let test: (v: string) => boolean;
@@ -92,12 +107,13 @@ export function compileHeaderMatcher(m: Msg): HeaderPredicate {
     test = (s) => /^-?\d+$/.test(s) && Number(s) >= start && Number(s) < end;
   } else if (m.has('present_match')) {
     const want = m.bool('present_match');
-    return (h) => ((h[name] !== undefined) === want) !== invert;
+    return (r) => ((get(r) !== undefined) === want) !== invert;
   } else presentOnly = true;
-  return (h) => {
-    let v = h[name];
+  return (r) => {
+    let v = get(r);
     if (v === undefined) {
-      if (!treatMissingAsEmpty) return invert;
+      // Envoy: a missing header fails a value match, inverted or not (only presence matches see absence).
+      if (!treatMissingAsEmpty) return false;
       v = '';
     }
     if (presentOnly) return !invert;

@@ -17,7 +17,7 @@ export function extractTags(store: StatsStore, stat: string): Extracted {
 }
 
 function labels(tags: Array<readonly [string, string]>, extra = ''): string {
-  const parts = tags.map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`);
+  const parts = tags.map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`);
   if (extra) parts.push(extra);
   return parts.length ? `{${parts.join(',')}}` : '';
 }

@@ -33,7 +33,7 @@ const SIMPLE: Record<string, (e: LogEntry) => string | number | undefined> = {
   RESPONSE_CODE_DETAILS: (e) => e.details,
   BYTES_RECEIVED: (e) => e.bytesReceived,
   BYTES_SENT: (e) => e.bytesSent,
-  DURATION: (e) => Math.round(e.durationMs),
+  DURATION: (e) => Math.floor(e.durationMs),
   UPSTREAM_HOST: (e) => e.upstreamHost,
   UPSTREAM_CLUSTER: (e) => e.upstreamCluster,
   ROUTE_NAME: (e) => e.routeName,
@@ -74,15 +74,26 @@ export function compileFormat(format: string, path: string): Formatter {
   };
 }
 
-/** json_format: each value is a format string; the line is one JSON object. */
+const SINGLE = /^%([A-Z_]+)%$/;
+
+/**
+ * json_format: each value is a format string; the line is one JSON object.
+ * A value that is exactly one command keeps its type (numbers stay numbers), as in Envoy.
+ */
 export function compileJsonFormat(fields: Record<string, unknown>, path: string): Formatter {
   const entries = Object.entries(fields).map(([k, v]) => {
     if (typeof v !== 'string') throw new ConfigError(`${path}.${k}`, 'nested or non-string json_format values are not supported');
-    return [k, compileFormat(v, `${path}.${k}`)] as const;
+    const single = SINGLE.exec(v);
+    if (single && SIMPLE[single[1]]) {
+      const fn = SIMPLE[single[1]];
+      return [k, (e: LogEntry) => { const x = fn(e); return x === undefined || x === '' ? null : x; }] as const;
+    }
+    const f = compileFormat(v, `${path}.${k}`);
+    return [k, (e: LogEntry) => { const x = f(e); return x === '-' ? null : x; }] as const;
   });
   return (e) => {
-    const o: Record<string, string | null> = {};
-    for (const [k, f] of entries) { const v = f(e); o[k] = v === '-' ? null : v; }
+    const o: Record<string, string | number | null> = {};
+    for (const [k, f] of entries) o[k] = f(e);
     return JSON.stringify(o) + '\n';
   };
 }

@@ -11,6 +11,8 @@ export class Host {
   readonly hostPort: string;
   healthy: boolean;
   activeRequests = 0;
+  /** Smooth weighted round robin state (owned by the cluster's current HostSet). */
+  currentWeight = 0;
   /** Milliseconds timestamp of the last pick; ORIGINAL_DST cleanup uses it. */
   lastUsed = 0;
   /** Opaque per-protocol connection pools, owned by the cluster. */

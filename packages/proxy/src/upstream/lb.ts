@@ -11,14 +11,12 @@ export class HostSet {
   private readonly policy: LbPolicy;
   private readonly weighted: boolean;
   private rr = 0;
-  /** Smooth weighted round robin state, parallel to the chosen priority's hosts. */
-  private readonly current: Float64Array;
 
   constructor(hosts: readonly Host[], policy: LbPolicy) {
     this.hosts = hosts;
     this.policy = policy;
     this.weighted = hosts.some((h) => h.weight !== hosts[0].weight);
-    this.current = new Float64Array(hosts.length);
+    for (const h of hosts) h.currentWeight = 0;
   }
 
   /** Hosts of the best priority level that has a healthy host; all hosts (panic) when none is healthy. */
@@ -48,17 +46,18 @@ export class HostSet {
     return host;
   }
 
-  /** nginx's smooth weighted round robin: even spread, exact proportions. */
+  /** nginx's smooth weighted round robin over the candidates: even spread, exact proportions. */
   private smoothWeighted(hosts: readonly Host[]): Host {
-    if (hosts !== this.hosts) return hosts[this.rr++ % hosts.length];
-    let total = 0, best = 0;
+    let total = 0;
+    let best = hosts[0];
     for (let i = 0; i < hosts.length; i++) {
-      this.current[i] += hosts[i].weight;
-      total += hosts[i].weight;
-      if (this.current[i] > this.current[best]) best = i;
+      const h = hosts[i];
+      h.currentWeight += h.weight;
+      total += h.weight;
+      if (h.currentWeight > best.currentWeight) best = h;
     }
-    this.current[best] -= total;
-    return hosts[best];
+    best.currentWeight -= total;
+    return best;
   }
 }
 

@@ -64,8 +64,10 @@ export function parseHead(buf: Buffer, start: number, end: number, isRequest: bo
     if (colon <= 0) return 'bad-request';
     const rawName = line.slice(0, colon);
     if (!TOKEN.test(rawName)) return 'bad-request';
-    const value = line.slice(colon + 1).trim();
-    if (BAD_VALUE.test(value)) return 'bad-request';
+    const raw = line.slice(colon + 1);
+    // Check before trimming: String.trim would also eat a smuggled bare CR/LF at the edges.
+    if (BAD_VALUE.test(raw)) return 'bad-request';
+    const value = trimOws(raw);
     const name = rawName.toLowerCase();
     const prev = headers[name];
     if (prev === undefined) headers[name] = value;
@@ -80,13 +82,14 @@ export function parseHead(buf: Buffer, start: number, end: number, isRequest: bo
         break;
       }
       case 'transfer-encoding': te = te ? `${te}, ${value}` : value; break;
-      case 'connection': {
-        const v = value.toLowerCase();
-        if (v.includes('close')) head.close = true;
-        if (v.includes('keep-alive')) keepAlive = true;
-        if (v.includes('upgrade')) connectionUpgrade = true;
+      case 'connection':
+        for (const token of value.toLowerCase().split(',')) {
+          const t = trimOws(token);
+          if (t === 'close') head.close = true;
+          else if (t === 'keep-alive') keepAlive = true;
+          else if (t === 'upgrade') connectionUpgrade = true;
+        }
         break;
-      }
       case 'expect': if (value.toLowerCase() === '100-continue') head.expectContinue = true; break;
     }
   }
@@ -100,6 +103,14 @@ export function parseHead(buf: Buffer, start: number, end: number, isRequest: bo
   if (head.versionMinor === 0 && !keepAlive) head.close = true;
   head.upgrade = connectionUpgrade && headers.upgrade !== undefined;
   return head;
+}
+
+/** Trims optional whitespace (SP / HTAB only, RFC 9110 §5.6.3). */
+function trimOws(s: string): string {
+  let a = 0, b = s.length;
+  while (a < b && (s.charCodeAt(a) === 32 || s.charCodeAt(a) === 9)) a++;
+  while (b > a && (s.charCodeAt(b - 1) === 32 || s.charCodeAt(b - 1) === 9)) b--;
+  return a === 0 && b === s.length ? s : s.slice(a, b);
 }
 
 /** Index just past the CRLFCRLF that ends a head starting at `from`, or -1. */
@@ -144,6 +155,9 @@ export class ChunkedDecoder {
         }
         case St.EXT: {
           const cr = buf.indexOf(13, i);
+          const lf = buf.indexOf(10, i);
+          // A bare LF inside an extension is a known smuggling vector.
+          if (lf >= 0 && (cr < 0 || lf < cr)) return -1;
           if (cr < 0) { i = n; break; }
           i = cr + 1;
           this.state = St.SIZE_LF;
@@ -184,7 +198,9 @@ export class ChunkedDecoder {
           if (!line.endsWith('\r\n')) return -1;
           const colon = line.indexOf(':');
           if (colon <= 0 || !TOKEN.test(line.slice(0, colon))) return -1;
-          (this.trailers ??= {})[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1, -2).trim();
+          const value = line.slice(colon + 1, -2);
+          if (BAD_VALUE.test(value)) return -1;
+          (this.trailers ??= {})[line.slice(0, colon).toLowerCase()] = trimOws(value);
           break;
         }
         default:
