@@ -102,7 +102,7 @@ describe('command operators', () => {
   test('START_TIME is ISO 8601 UTC with milliseconds', () => {
     assert.equal(fmt('%START_TIME%', entry({ startTime: Date.UTC(2024, 0, 2, 3, 4, 5, 6) })), '2024-01-02T03:04:05.006Z');
   });
-  // BUG (src/telemetry/format.ts DURATION): Envoy prints whole milliseconds by truncation
+  // Regression (fixed in src/telemetry/format.ts DURATION): Envoy prints whole milliseconds by truncation
   // (duration_cast<milliseconds>); Skua rounds, so 12.7 ms prints 13.
   test('DURATION truncates to whole milliseconds', () => {
     assert.equal(fmt('%DURATION%', entry({ durationMs: 12.2 })), '12');
@@ -141,7 +141,7 @@ describe('json_format', () => {
   test('unknown commands name the key path', () => {
     configError(() => compileJsonFormat({ x: '%BOGUS%' }, 'log_format.json_format'), 'log_format.json_format.x', /BOGUS/);
   });
-  // BUG (src/telemetry/format.ts compileJsonFormat): Envoy's json_format renders "values as strings,
+  // Regression (fixed in src/telemetry/format.ts compileJsonFormat): Envoy's json_format renders "values as strings,
   // numbers, or boolean values as appropriate" (SubstitutionFormatString docs: status:
   // "%RESPONSE_CODE%" gives {"status": 500}); Skua writes every value as a string ("204").
   test('numeric commands are JSON numbers', () => {

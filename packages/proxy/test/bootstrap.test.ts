@@ -187,7 +187,7 @@ describe('loadBootstrapSource', () => {
     assert.equal(src.static_resources.listeners.length, 1);
     assert.deepEqual(compileBootstrap(src).clusters.map((c) => c.name), ['backend', 'extra']);
   });
-  // BUG (src/config/bootstrap.ts loadBootstrapSource): the file and --config-yaml are merged before
+  // Regression (fixed in src/config/bootstrap.ts loadBootstrapSource): the file and --config-yaml are merged before
   // the keys are normalised, so `staticResources` in the flag and `static_resources` in the file are
   // different keys, and normalising lets the later one replace the earlier one (listeners and
   // clusters from the file are lost). Envoy parses each into the proto first, then MergeFrom.

@@ -114,7 +114,7 @@ describe('parseHead: connection semantics', () => {
     assert.equal(ok(req('Upgrade: websocket')).upgrade, false);
     assert.equal(ok(req('Connection: upgrade')).upgrade, false);
   });
-  // BUG (src/http/h1/parse.ts): Connection is a token list (RFC 9110 §7.6.1); Envoy matches tokens
+  // Regression (fixed in src/http/h1/parse.ts): Connection is a token list (RFC 9110 §7.6.1); Envoy matches tokens
   // (StringUtil::caseFindToken), but parseHead uses substring search, so `x-closer` means close.
   test('connection options are matched as tokens, not substrings', () => {
     assert.equal(ok(req('Connection: keep-alive, x-closer')).close, false);
@@ -180,7 +180,7 @@ describe('parseHead: malformed and smuggling input is rejected', () => {
     assert.equal(parse(req('Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked')), 'bad-transfer-encoding');
     assert.equal(parse(req('Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked')), 'bad-transfer-encoding');
   });
-  // BUG (src/http/h1/parse.ts): values are trim()med before the CR/LF check, so a bare LF or CR at
+  // Regression (fixed in src/http/h1/parse.ts): values are trim()med before the CR/LF check, so a bare LF or CR at
   // the start or end of a value is silently dropped. `X: y\n\r\n` is where a lenient parser ends the
   // head (smuggling); RFC 9112 §2.2 and Envoy reject both.
   test('bare LF / CR at the edge of a value is rejected', () => {
@@ -300,13 +300,13 @@ describe('ChunkedDecoder', () => {
     const d = new ChunkedDecoder();
     assert.equal(d.push(Buffer.from(`0\r\nX: ${'a'.repeat(70_000)}\r\n\r\n`), 0, () => {}), -1);
   });
-  // BUG (src/http/h1/parse.ts): the EXT state skips to the next CR, so a bare LF inside a chunk
+  // Regression (fixed in src/http/h1/parse.ts): the EXT state skips to the next CR, so a bare LF inside a chunk
   // extension is accepted. A parser that ends the size line at LF frames the body differently
   // (chunk-extension smuggling); RFC 9112 §7.1.1 allows no LF there.
   test('bare LF inside a chunk extension is rejected', () => {
     assert.equal(decode(Buffer.from('5;a\nb\r\nhello\r\n0\r\n\r\n'), 1000).error, true);
   });
-  // BUG (src/http/h1/parse.ts): trailer values are not checked for CR / NUL like header values are.
+  // Regression (fixed in src/http/h1/parse.ts): trailer values are not checked for CR / NUL like header values are.
   test('bare CR or NUL inside a trailer value is rejected', () => {
     assert.equal(decode(Buffer.from('0\r\nX: a\rb\r\n\r\n'), 1000).error, true);
     assert.equal(decode(Buffer.from('0\r\nX: a\0b\r\n\r\n'), 1000).error, true);

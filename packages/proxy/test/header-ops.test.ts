@@ -86,7 +86,7 @@ describe('header-ops: legacy append', () => {
   test('append must be a boolean', () => {
     assert.throws(() => ops([opt('x-h', 'new', { append: 'no' })]), { name: 'ConfigError', path: 'route.request_headers_to_add[0].append' });
   });
-  // BUG (src/http/header-ops.ts compileAdd): Envoy's HeaderParser refuses a HeaderValueOption that sets
+  // Regression (fixed in src/http/header-ops.ts compileAdd): Envoy's HeaderParser refuses a HeaderValueOption that sets
   // `append` and a non-default `append_action` ("Both append and append_action are set and it's not
   // allowed"); Skua silently lets append_action win.
   test('append together with a non-default append_action is refused', () => {
@@ -166,7 +166,7 @@ describe('header-ops: formatters', () => {
     const raw = Buffer.from('%DOWNSTREAM_REMOTE_ADDRESS%').toString('base64');
     assert.throws(() => ops([{ header: { key: 'x', raw_value: raw } }]), { name: 'ConfigError', path: 'route.request_headers_to_add[0].header.value' });
   });
-  // BUG (src/http/header-ops.ts): Envoy's header values are format strings in which `%%` is a literal
+  // Regression (fixed in src/http/header-ops.ts): Envoy's header values are format strings in which `%%` is a literal
   // percent ("to emit a header with the value 100%, the custom header value in the Envoy configuration
   // must be 100%%"); Skua sends `100%%`.
   test('%% is a literal percent sign', () => {

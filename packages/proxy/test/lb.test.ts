@@ -68,7 +68,7 @@ describe('HostSet: smooth weighted round robin', () => {
     const set = new HostSet([host(1, { weight: 90 }), host(2, { weight: 10 })], 'ROUND_ROBIN');
     assert.deepEqual(sorted(spread(set, 1000)), [['10.0.0.1', 900], ['10.0.0.2', 100]]);
   });
-  // BUG (src/upstream/lb.ts smoothWeighted): as soon as candidates() filters the hosts (one host
+  // Regression (fixed in src/upstream/lb.ts smoothWeighted): as soon as candidates() filters the hosts (one host
   // unhealthy, or a second priority level exists), `hosts !== this.hosts` and weights are dropped
   // for plain round robin. Envoy keeps weighting the healthy hosts of the chosen priority.
   test('weights still apply when another host is unhealthy', () => {

@@ -117,7 +117,7 @@ describe('renderPrometheus', () => {
     store.scope('cluster', 'envoy_cluster_name', 'a\\b"c').counter('upstream_rq_total').inc();
     assert.deepEqual(linesOf(renderPrometheus(store), 'envoy_cluster_upstream_rq_total{'), ['envoy_cluster_upstream_rq_total{envoy_cluster_name="a\\\\b\\"c"} 1']);
   });
-  // BUG (src/stats/prometheus.ts labels): a line feed in a label value must be written as `\n`
+  // Regression (fixed in src/stats/prometheus.ts labels): a line feed in a label value must be written as `\n`
   // (Prometheus text exposition format); it is written raw, which breaks the whole scrape
   // ("label value contains unescaped new-line").
   test('label values escape line feeds', () => {
@@ -178,7 +178,7 @@ describe('promtool check metrics', () => {
     assert.notEqual(r.status, 1, r.output);
     assert.deepEqual(r.problems, []);
   });
-  // BUG: same root cause as 'label values escape line feeds'.
+  // Regression: same root cause as 'label values escape line feeds'.
   test('a tag value with a line feed still parses', { skip: !have && 'promtool not installed' }, () => {
     const store = new StatsStore();
     store.scope('cluster', 'envoy_cluster_name', 'multi\nline').counter('upstream_rq_total').inc();

@@ -219,7 +219,7 @@ describe('RouteTable: header matchers', () => {
     assert.equal(hits({ name: 'x', range_match: { start: 0, end: 10 }, invert_match: true, treat_missing_header_as_empty: true }, {}), true);
     assert.equal(hits({ name: 'x', prefix_match: 'a', treat_missing_header_as_empty: true }, {}), false);
   });
-  // BUG (src/http/route-match.ts compileHeaderMatcher): a missing header makes an inverted value
+  // Regression (fixed in src/http/route-match.ts compileHeaderMatcher): a missing header makes an inverted value
   // matcher match. Envoy (HeaderUtility::matchHeaders; HeaderMatcher docs for
   // treat_missing_header_as_empty) ignores the rule, so it does not match.
   test('invert_match with the header missing does not match', () => {
