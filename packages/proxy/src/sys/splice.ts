@@ -91,10 +91,8 @@ function relayable(s: net.Socket): boolean {
 /** Stops libuv reading `s` for good: the engine owns its byte stream from now on. */
 function freeze(s: net.Socket, h: TcpHandle): void {
   s.pause();
-  if (h.reading) {
-    h.reading = false;
-    h.readStop();
-  }
+  h.readStop(); // unconditionally (idempotent in libuv): Node may still be reading after pause()
+  h.reading = false;
   // Nothing (resume(), a late 'data' listener, read()) may restart reading: Readable calls _read
   // to ask for more, and net.Socket's _read would readStart the handle.
   (s as unknown as { _read: () => void })._read = () => {};
@@ -151,7 +149,7 @@ export function splicePair(a: net.Socket, b: net.Socket, onDone: SpliceDone): Sp
   const begin = (): void => {
     if (state !== 'flushing') return;
     if (stopRequested || flushError !== null || a.destroyed || b.destroyed) {
-      complete(0, 0, flushError ?? 'ECANCELED');
+      complete(0, 0, stopRequested ? 'ECANCELED' : (flushError ?? 'ECANCELED'));
       return;
     }
     state = 'running';
