@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { connect as h2connect } from 'node:http2';
 import type { Socket } from 'node:net';
-import { startProxy, type Json, type RunningProxy } from './lib/proxy.ts';
+import { cleanup, startProxy, type Json, type RunningProxy } from './lib/proxy.ts';
 import { startHttpBackend, startTcpEcho, type Backend, type EchoReply } from './lib/backends.ts';
-import { openSocket, parseAccessLog, parseResponses, rawExchange, readUntil, run } from './lib/client.ts';
+import { openSocket, parseAccessLog, rawExchange, readUntil, run } from './lib/client.ts';
 import { bootstrap, chain, cluster, hcm, listener, tcpProxy, vhost } from './lib/config.ts';
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
@@ -39,7 +39,7 @@ describe('HTTP/1.1 CONNECT terminated by the proxy', { timeout: 60_000 }, () => 
       listener(p('noconnect'), [chain(hcm([vhost([{ match: { connect_matcher: {} }, route: { cluster: 'echo' } }])], { statPrefix: 'noconnect' }))]),
     ], [cluster('echo', [echo.port]), cluster('http', [http.port])]), { ports: ['connect', 'noconnect'] });
   });
-  after(async () => { await proxy?.stop(); await echo?.close(); await http?.close(); });
+  after(() => cleanup(() => proxy?.stop(), () => echo?.close(), () => http?.close()));
 
   test('raw CONNECT: 200, then bytes both ways through the tunnel', async () => {
     const s = await openSocket(proxy.ports.connect);
@@ -88,7 +88,7 @@ describe('tcp_proxy', { timeout: 60_000 }, () => {
     echo = await startTcpEcho();
     proxy = await startProxy((p) => bootstrap([listener(p('tcp'), [chain(tcpProxy('echo'))])], [cluster('echo', [echo.port])]), { ports: ['tcp'] });
   });
-  after(async () => { await proxy?.stop(); await echo?.close(); });
+  after(() => cleanup(() => proxy?.stop(), () => echo?.close()));
 
   test('8 MB echo with half-close, on 5 concurrent connections', async () => {
     const payloads = Array.from({ length: 5 }, () => randomBytes(8 * 1024 * 1024));
@@ -119,7 +119,7 @@ describe('tcp_proxy tunneling_config → HTTP/2 CONNECT → terminating proxy', 
       listener(p('tcp'), [chain(tcpProxy('tunnel', { tunneling_config: { hostname: 'host.com:443' } }))]),
     ], [cluster('tunnel', [terminate.ports.h2connect], { http2: true })]), { ports: ['tcp'] });
   });
-  after(async () => { await encapsulate?.stop(); await terminate?.stop(); await echo?.close(); });
+  after(() => cleanup(() => encapsulate?.stop(), () => terminate?.stop(), () => echo?.close()));
 
   test('node:http2 CONNECT straight to the terminating proxy carries bytes both ways', async () => {
     const session = h2connect(`http://127.0.0.1:${terminate.ports.h2connect}`);

@@ -2,7 +2,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
-import { startProxy, type RunningProxy } from './lib/proxy.ts';
+import { cleanup, startProxy, type RunningProxy } from './lib/proxy.ts';
 import { patternDigest, patternStream, startHttpBackend, type Backend, type EchoReply } from './lib/backends.ts';
 import { hasResponses, openSocket, parseResponses, readUntil, request } from './lib/client.ts';
 import { simpleHttp } from './lib/config.ts';
@@ -19,7 +19,7 @@ describe('HTTP/1.1', { timeout: 60_000 }, () => {
     proxy = await startProxy((p) => simpleHttp(p('http'), backend.port), { ports: ['http'] });
     base = `http://127.0.0.1:${proxy.ports.http}`;
   });
-  after(async () => { await proxy?.stop(); await backend?.close(); });
+  after(() => cleanup(() => proxy?.stop(), () => backend?.close()));
 
   test('keep-alive: five requests share one downstream connection and one upstream connection', async () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });

@@ -3,7 +3,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
-import { startProxy, type RunningProxy } from './lib/proxy.ts';
+import { cleanup, startProxy, type RunningProxy } from './lib/proxy.ts';
 import { patternDigest, patternStream, startH2cBackend, startHttpBackend, type Backend, type EchoReply } from './lib/backends.ts';
 import { request, run } from './lib/client.ts';
 import { bootstrap, chain, cluster, hcm, listener, routeTo, vhost } from './lib/config.ts';
@@ -43,7 +43,7 @@ describe('HTTP/2 downstream (h2c) to an HTTP/1.1 upstream', { timeout: 90_000 },
       [cluster('backend', [backend.port])],
     ), { ports: ['http'] });
   });
-  after(async () => { await proxy?.stop(); await backend?.close(); });
+  after(() => cleanup(() => proxy?.stop(), () => backend?.close()));
 
   test('h2load -n 2000 -c 2 -m 20 (prior knowledge): every request succeeds', async () => {
     const r = await run('h2load', ['-n', '2000', '-c', '2', '-m', '20', `http://127.0.0.1:${proxy.ports.http}/h2load`], 60_000);
@@ -85,7 +85,7 @@ describe('HTTP/2 downstream (h2c) to an HTTP/1.1 upstream', { timeout: 90_000 },
     const session = await h2session(proxy.ports.http);
     try {
       const size = 5 * 1024 * 1024 + 3;
-      const r = await h2request(session, '/upload', { method: 'POST', body: patternStream(size), timeoutMs: 20_000 });
+      const r = await h2request(session, '/upload', { method: 'POST', body: patternStream(size), timeoutMs: 10_000 });
       assert.equal(r.status, 200);
       const echo = JSON.parse(r.body.toString()) as EchoReply;
       assert.equal(echo.method, 'POST');
@@ -108,7 +108,7 @@ describe('HTTP/1.1 downstream to an HTTP/2 upstream (explicit http2_protocol_opt
       [cluster('h2backend', [h2.port], { http2: true })],
     ), { ports: ['http'] });
   });
-  after(async () => { await proxy?.stop(); await h2?.close(); });
+  after(() => cleanup(() => proxy?.stop(), () => h2?.close()));
 
   test('requests reach the backend as HTTP/2 with :authority, multiplexed on one upstream connection', async () => {
     const base = `http://127.0.0.1:${proxy.ports.http}`;

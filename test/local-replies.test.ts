@@ -1,7 +1,8 @@
 // Envoy's local replies (status, body, response flag) and the default access log format on stdout.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freePort, startProxy, type RunningProxy } from './lib/proxy.ts';
+import { connect as h2connect } from 'node:http2';
+import { cleanup, freePort, startProxy, type RunningProxy } from './lib/proxy.ts';
 import { startHttpBackend, type Backend } from './lib/backends.ts';
 import { parseAccessLog, parseResponses, rawExchange, request, type AccessLogLine } from './lib/client.ts';
 import { bootstrap, chain, cluster, directResponse, hcm, listener, routeTo, vhost } from './lib/config.ts';
@@ -37,7 +38,7 @@ describe('local replies and access log', { timeout: 60_000 }, () => {
     ]), { ports: ['http', 'small'] });
     base = `http://127.0.0.1:${proxy.ports.http}`;
   });
-  after(async () => { await proxy?.stop(); await backend?.close(); });
+  after(() => cleanup(() => proxy?.stop(), () => backend?.close()));
 
   async function logFor(id: string): Promise<AccessLogLine> {
     const raw = await proxy.waitForStdout(new RegExp(`"${id}"`));
@@ -162,6 +163,26 @@ describe('local replies and access log', { timeout: 60_000 }, () => {
     assert.equal(l.authority, `127.0.0.1:${proxy.ports.http}`);
     assert.equal(l.upstreamHost, `127.0.0.1:${backend.port}`);
     assert.ok(Math.abs(Date.parse(l.start) - Date.now()) < 60_000);
+  });
+
+  test('an HTTP/2 request is logged with protocol HTTP/2 and its body bytes', async () => {
+    const session = h2connect(base);
+    try {
+      const status = await new Promise<number>((resolve, reject) => {
+        const st = session.request({ ':method': 'POST', ':path': '/logged-h2', 'x-request-id': 'lr-h2' }, { endStream: false });
+        st.on('response', (h) => resolve(Number(h[':status'])));
+        st.once('error', reject);
+        st.resume();
+        st.end('twelve bytes');
+      });
+      assert.equal(status, 200);
+    } finally {
+      session.close();
+    }
+    const l = await logFor('lr-h2');
+    assert.equal(l.protocol, 'HTTP/2');
+    assert.equal(l.method, 'POST');
+    assert.equal(l.bytesReceived, 12);
   });
 
   test('every stdout line is an access log line in the default format', () => {

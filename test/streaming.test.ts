@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { startProxy, type RunningProxy } from './lib/proxy.ts';
+import { cleanup, startProxy, type RunningProxy } from './lib/proxy.ts';
 import { patternDigest, patternStream, startHttpBackend, type Backend, type EchoReply } from './lib/backends.ts';
 import { request, sampleMax, sleep } from './lib/client.ts';
 import { simpleHttp } from './lib/config.ts';
@@ -34,7 +34,7 @@ function get(url: string): Promise<IncomingMessage> {
 describe('streaming large bodies', { timeout: 150_000 }, () => {
   let backend: Backend;
   before(async () => { backend = await startHttpBackend(); patternDigest(BODY); });
-  after(async () => { await backend?.close(); });
+  after(() => cleanup(() => backend?.close()));
 
   test(`${BODY / MiB} MiB request body up: intact, and proxy RSS grows by < ${RSS_BUDGET / MiB} MiB`, { timeout: 90_000 }, async (t) => {
     const proxy = await freshProxy(backend);

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect as h2connect } from 'node:http2';
 import { request as httpRequest } from 'node:http';
-import { startProxy, type RunningProxy } from './lib/proxy.ts';
+import { cleanup, startProxy, type RunningProxy } from './lib/proxy.ts';
 import { startHttpBackend, type Backend, type EchoReply } from './lib/backends.ts';
 import { parseAccessLog, request } from './lib/client.ts';
 import { simpleHttp } from './lib/config.ts';
@@ -44,7 +44,7 @@ describe('upstream resets', { timeout: 60_000 }, () => {
     proxy = await startProxy((p) => simpleHttp(p('http'), backend.port, { accessLog: true }), { ports: ['http'] });
     base = `http://127.0.0.1:${proxy.ports.http}`;
   });
-  after(async () => { await proxy?.stop(); await backend?.close(); });
+  after(() => cleanup(() => proxy?.stop(), () => backend?.close()));
 
   test('reset before headers → 503 with the reset body (UC/UR), proxy alive', async () => {
     const r = await request(`${base}/reset?when=headers`, { headers: { 'x-request-id': 'reset-before-headers' } });

@@ -3,7 +3,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { startProxy, type RunningProxy } from './lib/proxy.ts';
+import { cleanup, startProxy, type RunningProxy } from './lib/proxy.ts';
 import { decodeWsFrames, encodeWsFrame, startWsEcho, wsAccept, type Backend } from './lib/backends.ts';
 import { openSocket, parseResponses, rawExchange, readUntil } from './lib/client.ts';
 import { bootstrap, chain, cluster, hcm, listener, routeTo, vhost } from './lib/config.ts';
@@ -26,7 +26,7 @@ describe('WebSocket', { timeout: 60_000 }, () => {
       listener(p('plain'), [chain(hcm([vhost([routeTo('ws')])], { statPrefix: 'plain' }))]),
     ], [cluster('ws', [ws.port])]), { ports: ['ws', 'plain'] });
   });
-  after(async () => { await proxy?.stop(); await ws?.close(); });
+  after(() => cleanup(() => proxy?.stop(), () => ws?.close()));
 
   test('Node WebSocket client: text and a 200 KB binary message echo through the proxy', async () => {
     const socket = new WebSocket(`ws://127.0.0.1:${proxy.ports.ws}/chat?room=1`);
@@ -56,11 +56,13 @@ describe('WebSocket', { timeout: 60_000 }, () => {
     const key = randomBytes(16).toString('base64');
     const s = await openSocket(proxy.ports.ws);
     try {
-      const head = await (async () => { const p = readUntil(s, (b) => b.includes('\r\n\r\n'), 5000); s.write(upgradeRequest('/raw', key)); return p; })();
+      const headRead = readUntil(s, (b) => b.includes('\r\n\r\n'), 5000);
+      s.write(upgradeRequest('/raw', key));
+      const head = await headRead;
       const text = head.toString('latin1');
       assert.match(text, /^HTTP\/1\.1 101 /);
       assert.match(text, new RegExp(`sec-websocket-accept: ${wsAccept(key).replace(/[+/]/g, '\\$&')}\\r\\n`, 'i'));
-      let rest = head.subarray(head.indexOf('\r\n\r\n') + 4);
+      const rest = head.subarray(head.indexOf('\r\n\r\n') + 4); // frames that came with the 101
       const payload = Buffer.from('x'.repeat(70_000));
       const frames = readUntil(s, (b) => decodeWsFrames(Buffer.concat([rest, b])).frames.length >= 2, 5000);
       s.write(Buffer.concat([encodeWsFrame(0x1, payload, randomBytes(4)), encodeWsFrame(0x9, Buffer.from('ping!'), randomBytes(4))]));
@@ -69,7 +71,6 @@ describe('WebSocket', { timeout: 60_000 }, () => {
       assert.ok(decoded[0].payload.equals(payload));
       assert.equal(decoded[1].opcode, 0xa);
       assert.equal(decoded[1].payload.toString(), 'ping!');
-      rest = Buffer.alloc(0);
       const closing = readUntil(s, undefined, 5000);
       s.write(encodeWsFrame(0x8, Buffer.from([0x03, 0xe8]), randomBytes(4)));
       const closeFrames = decodeWsFrames(await closing).frames;

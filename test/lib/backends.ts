@@ -158,7 +158,10 @@ function listen(server: HttpServer | Http2Server | NetServer): Promise<number> {
 
 function tracked(server: HttpServer | Http2Server | NetServer, b: { connections: number }): Set<Socket> {
   const sockets = new Set<Socket>();
+  // Never keep the test process alive for a backend a failed test forgot to close.
+  server.unref();
   server.on('connection', (s: Socket) => {
+    s.unref();
     b.connections++;
     sockets.add(s);
     s.once('close', () => sockets.delete(s));

@@ -149,6 +149,7 @@ export function run(cmd: string, args: readonly string[], timeoutMs = 30_000, in
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.once('error', (e) => { clearTimeout(timer); reject(e); });
     child.once('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, stdout, stderr }); });
+    child.stdin.on('error', () => { /* the program exited without reading its input */ });
     child.stdin.end(input ?? '');
   });
 }

@@ -80,10 +80,31 @@ export interface RunningProxy {
   admin(pathAndQuery: string, method?: string): Promise<AdminReply>;
   /** Counter/gauge value from /stats?format=json (undefined if the stat does not exist). */
   stat(name: string): Promise<number | undefined>;
-  stop(): Promise<void>;
+  /**
+   * Stops the proxy (SIGTERM, then SIGKILL after 3 s) and removes its files. Throws, with the
+   * proxy's stderr, if it had already exited on its own (a crash) unless `allowExited`.
+   */
+  stop(opts?: { allowExited?: boolean }): Promise<void>;
 }
 
 const MAX_CAPTURE = 8 << 20;
+
+function unrefChild(child: ChildProcess): void {
+  child.unref();
+  for (const s of [child.stdout, child.stderr]) (s as unknown as { unref?: () => void } | null)?.unref?.();
+}
+
+/**
+ * Runs every cleanup step even when an earlier one throws (a crashed proxy's stop() throws),
+ * then rethrows the first error: use it in after() hooks.
+ */
+export async function cleanup(...steps: Array<(() => unknown) | undefined>): Promise<void> {
+  let first: unknown;
+  for (const step of steps) {
+    try { await step?.(); } catch (e) { first ??= e; }
+  }
+  if (first !== undefined) throw first;
+}
 
 function capture(stream: NodeJS.ReadableStream | null): { text: () => string } {
   let buf = '';
@@ -136,6 +157,8 @@ export async function startProxy(build: (ports: PortBook) => Json, opts: StartOp
       cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'],
     });
     live.add(child);
+    // A proxy a failed test forgot must not keep the test process alive: the exit hook kills it.
+    unrefChild(child);
     const out = capture(child.stdout), err = capture(child.stderr);
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
       child.once('exit', (code, signal) => { live.delete(child); resolve({ code, signal }); });
@@ -164,9 +187,13 @@ export async function startProxy(build: (ports: PortBook) => Json, opts: StartOp
         const stats = (JSON.parse(r.body) as { stats: Array<{ name: string; value: number }> }).stats;
         return stats.find((s) => s.name === name)?.value;
       },
-      async stop() {
+      async stop(o = {}) {
+        const crashed = child.exitCode !== null || child.signalCode !== null;
         await stopChild(child, exited);
         rmSync(dir, { recursive: true, force: true });
+        if (crashed && !o.allowExited) {
+          throw new Error(`skua-proxy (pid ${child.pid}) exited on its own before stop(): ${child.exitCode ?? child.signalCode}; stderr:\n${err.text().slice(-4000)}`);
+        }
       },
     };
     const deadline = Date.now() + (opts.readyTimeoutMs ?? 15_000);
@@ -183,27 +210,38 @@ export async function startProxy(build: (ports: PortBook) => Json, opts: StartOp
     await sleep(50);
     const stoppedBeforeReady = child.exitCode === null && child.signalCode === null;
     lastError = `skua-proxy did not become ready (exit ${child.exitCode ?? child.signalCode ?? 'none'}); stderr:\n${err.text()}\nstdout:\n${out.text()}`;
-    await proxy.stop();
+    await proxy.stop({ allowExited: true });
     // Retry a lost port race, and a start killed by a signal this module did not send (a shared
     // machine where someone else cleans up node processes); anything else is the proxy's failure.
-    if (!/EADDRINUSE/.test(lastError) && !(child.signalCode && !stoppedBeforeReady)) break;
+    if (!/EADDRINUSE/.test(lastError) && !(isForeignStop(child.signalCode) && !stoppedBeforeReady)) break;
   }
   throw new Error(lastError);
 }
 
-export interface CliResult { readonly code: number | null; readonly stdout: string; readonly stderr: string }
+/** SIGTERM/SIGINT we did not send: someone else on a shared machine cleaning up node processes. */
+function isForeignStop(signal: NodeJS.Signals | null): boolean {
+  return signal === 'SIGTERM' || signal === 'SIGINT';
+}
+
+export interface CliResult { readonly code: number | null; readonly signal: NodeJS.Signals | null; readonly stdout: string; readonly stderr: string }
 
 /** Runs the proxy's CLI to completion (bounded by `timeoutMs`, killed by PID past it). */
-export function runProxyCli(args: readonly string[], timeoutMs = 20_000): Promise<CliResult> {
+export async function runProxyCli(args: readonly string[], timeoutMs = 20_000): Promise<CliResult> {
+  let r = await runOnce(args, timeoutMs);
+  if (isForeignStop(r.signal)) r = await runOnce(args, timeoutMs);
+  return r;
+}
+
+function runOnce(args: readonly string[], timeoutMs: number): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [proxyMain, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
     live.add(child);
     const out = capture(child.stdout), err = capture(child.stderr);
     const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`skua-proxy ${args.join(' ')} did not exit within ${timeoutMs} ms`)); }, timeoutMs);
-    child.once('close', (code) => {
+    child.once('close', (code, signal) => {
       clearTimeout(timer);
       live.delete(child);
-      resolve({ code, stdout: out.text(), stderr: err.text() });
+      resolve({ code, signal, stdout: out.text(), stderr: err.text() });
     });
   });
 }

@@ -11,7 +11,11 @@ async function main(argv: string[]): Promise<number> {
   try {
     args = parseProxyArgs(argv);
   } catch (err) {
-    if (err instanceof UsageError) { process.stderr.write(`${err.message ? `PARSE ERROR: ${err.message}\n` : ''}${USAGE}\n`); return 1; }
+    if (err instanceof UsageError) {
+      if (!err.message) { process.stdout.write(`${USAGE}\n`); return 0; } // --help
+      process.stderr.write(`PARSE ERROR: ${err.message}\n${USAGE}\n`);
+      return 1;
+    }
     throw err;
   }
   if (!setLogLevel(args.logLevel)) { process.stderr.write(`error: unknown log level ${args.logLevel}\n${USAGE}\n`); return 1; }

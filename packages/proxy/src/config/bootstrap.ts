@@ -60,6 +60,11 @@ export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig 
   const m = new Msg(raw, '');
   for (const key of Object.keys(raw)) {
     if (key === 'dynamic_resources') throw m.error(key, 'xDS (dynamic_resources) is not supported by this build yet');
+    if (key === 'bootstrap_extensions') {
+      const ext = m.list(key)[0];
+      if (ext) throw ext.error('typed_config', `unsupported bootstrap extension ${ext.msg('typed_config')?.str('@type') || ext.str('name')}`);
+      continue;
+    }
     if (!ACCEPTED.has(key)) throw m.error(key, 'is not supported');
   }
   const sr = m.msg('static_resources');

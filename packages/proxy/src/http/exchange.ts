@@ -24,8 +24,6 @@ export interface Exchange {
   readonly body: Readable;
   readonly conn: ConnInfo;
   readonly headersSent: boolean;
-  /** Request body bytes received so far (for BYTES_RECEIVED). */
-  readonly bodyBytes: number;
   respond(status: number, headers: OutgoingHttpHeaders, endStream: boolean): void;
   /** False when the downstream is full; `onDrain` fires when it can take more. */
   write(chunk: Buffer): boolean;
@@ -48,7 +46,6 @@ export class H2Exchange implements Exchange {
   readonly conn: ConnInfo;
   private readonly stream: ServerHttp2Stream;
   private trailers: Headers | undefined;
-  bodyBytes = 0;
 
   constructor(stream: ServerHttp2Stream, raw: H2Headers, endStream: boolean, conn: ConnInfo) {
     this.stream = stream;
@@ -74,9 +71,9 @@ export class H2Exchange implements Exchange {
     if (!endStream) this.stream.once('wantTrailers', () => this.sendTrailers());
   }
 
+  /** With no trailers node sends an empty DATA frame with END_STREAM (never RST_STREAM). */
   private sendTrailers(): void {
-    if (this.trailers && Object.keys(this.trailers).length) this.stream.sendTrailers(this.trailers);
-    else this.stream.close();
+    if (!this.stream.destroyed) this.stream.sendTrailers(this.trailers ?? {});
   }
 
   write(chunk: Buffer): boolean { return this.stream.write(chunk); }

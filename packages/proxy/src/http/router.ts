@@ -68,7 +68,6 @@ export function finishLocal(rec: RequestRecord, s: RouterSettings, status: numbe
 
 export function complete(rec: RequestRecord, s: RouterSettings): void {
   rec.durationMs = now() - rec.startMs;
-  if (rec.bytesReceived === 0) rec.bytesReceived = rec.ex.bodyBytes;
   s.stats.rqActive.value--;
   if (rec.status) s.stats.codes.record(rec.status);
   s.stats.rqTime.record(rec.durationMs);
@@ -211,6 +210,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     cs.rqTotal.value++;
     cs.rqActive.value++;
     this.host.activeRequests++;
+    this.host.rqTotal++;
     if (timeoutMs > 0) this.timer = setTimeout(onTimeout, timeoutMs, this);
     this.ex.watch(() => this.controller?.resume(), () => this.downstreamClosed());
     pool.dispatch({ path, method: this.ex.method, headers, body: this.ex.hasBody ? this.ex.body : null }, this);
@@ -219,6 +219,11 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
     if (this.done) controller.abort(new Error('request already finished'));
+  }
+
+  /** Request body bytes as they go upstream (BYTES_RECEIVED). */
+  onBodySent(chunk: Buffer): void {
+    this.rec.bytesReceived += chunk.length;
   }
 
   onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
@@ -286,6 +291,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   timedOut(): void {
     if (this.done) return;
     this.cluster.stats.rqTimeout.inc();
+    this.host.rqTimeout++;
     this.controller?.abort(new Error('upstream request timeout'));
     if (this.ex.headersSent) { this.rec.flags = Flag.UpstreamRequestTimeout; this.ex.reset(); this.finish(); return; }
     this.localReply(504, LocalBody.timeout, Flag.UpstreamRequestTimeout, 'upstream_response_timeout');
@@ -301,7 +307,9 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   private finish(): void {
     this.done = true;
     if (this.timer) clearTimeout(this.timer);
-    this.host.activeRequests--;
+    const host = this.host;
+    host.activeRequests--;
+    if (this.rec.status >= 500 || this.rec.status === 0 || this.rec.flags !== '-') host.rqError++; else host.rqSuccess++;
     const cs = this.cluster.stats;
     cs.rqActive.value--;
     cs.rqCompleted.value++;

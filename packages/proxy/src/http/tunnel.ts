@@ -1,5 +1,5 @@
 import { connect as netConnect, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { connectUpstreamTls } from '../tls/upstream-connect.ts';
 import type { Duplex } from 'node:stream';
 import type { Host } from '../upstream/host.ts';
 import type { Cluster } from '../upstream/cluster.ts';
@@ -10,7 +10,7 @@ export function connectHost(cluster: Cluster, host: Host): Socket {
   cluster.stats.cxTotal.inc();
   cluster.stats.cxActive.inc();
   const socket = cfg.tls
-    ? tlsConnect({ host: host.address, port: host.port, servername: cfg.tls.sni || undefined, secureContext: cfg.tls.context, rejectUnauthorized: cfg.tls.verifyPeer, ALPNProtocols: cfg.tls.alpn.length ? [...cfg.tls.alpn] : undefined })
+    ? connectUpstreamTls(cfg.tls, host.address, host.port, [])
     : netConnect({ host: host.address, port: host.port, noDelay: true, allowHalfOpen: true });
   socket.once('close', () => cluster.stats.cxActive.dec());
   if (cfg.connectTimeoutMs > 0) {

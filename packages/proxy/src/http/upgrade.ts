@@ -21,7 +21,6 @@ class RawH1Exchange implements Exchange {
   readonly scheme: string;
   readonly headers: Headers;
   readonly hasBody = false;
-  readonly bodyBytes = 0;
   readonly conn: ConnInfo;
   readonly socket: Socket;
   headersSent = false;

@@ -186,7 +186,7 @@ export class ActiveListener {
       setConnInfo(secure, info);
       terminal.onConnection(secure as unknown as Socket, info);
     });
-    socket.resume();
+    // No socket.resume(): the TLS layer reads the handle itself (and first drains bytes a listener filter peeked).
   }
 
   /** Stop accepting; existing connections drain (HTTP: GOAWAY / connection: close). */

@@ -52,6 +52,8 @@ export interface ClusterConfig {
   readonly limits: CircuitBreakerLimits;
   /** ORIGINAL_DST: take the destination from `x-envoy-original-dst-host`. */
   readonly useHttpHeader: boolean;
+  /** common_lb_config.healthy_panic_threshold, percent. */
+  readonly panicThreshold: number;
   readonly originalDstCleanupMs: number;
   /** The config as written, for /config_dump. */
   readonly source: Record<string, unknown>;
@@ -89,6 +91,7 @@ export function compileCluster(m: Msg): ClusterConfig {
       maxRetries: cb?.num('max_retries', 3) ?? 3,
     },
     useHttpHeader: odc?.bool('use_http_header') ?? false,
+    panicThreshold: readPanicThreshold(m),
     originalDstCleanupMs: m.durationMs('cleanup_interval', 5000),
     source: m.raw,
   };
@@ -165,4 +168,16 @@ function readTransportSocket(m: Msg): UpstreamTls | undefined {
   if (url === UPSTREAM_TLS && tc) return compileUpstreamTls(tc);
   if (!tc && ts.str('name') === 'envoy.transport_sockets.raw_buffer') return undefined;
   throw ts.error('typed_config', `unsupported transport socket ${url || ts.str('name')}`);
+}
+
+function readPanicThreshold(m: Msg): number {
+  const c = m.msg('common_lb_config');
+  if (!c) return 50;
+  for (const f of Object.keys(c.raw)) {
+    if (f !== 'healthy_panic_threshold' && f !== 'update_merge_window') throw c.error(f, 'is not supported yet');
+  }
+  const t = c.msg('healthy_panic_threshold');
+  const v = t ? t.num('value') : 50;
+  if (v < 0 || v > 100) throw c.error('healthy_panic_threshold', 'must be a percentage between 0 and 100');
+  return v;
 }

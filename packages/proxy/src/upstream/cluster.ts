@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { Pool, type Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
 import { H1Pool, type UpstreamRequest } from './h1-pool.ts';
+import { upstreamTlsOptions } from '../tls/upstream-connect.ts';
 import type { ClusterConfig } from './cluster-config.ts';
 import { Host } from './host.ts';
 import { HostSet, type LbPolicy } from './lb.ts';
@@ -69,7 +70,7 @@ export class Cluster {
     for (const [key, host] of this.byKey) {
       if (!keep.has(host)) { this.byKey.delete(key); host.closePools(); }
     }
-    this.hostSet = new HostSet(next, this.lbPolicy());
+    this.hostSet = new HostSet(next, this.lbPolicy(), this.config.panicThreshold);
     this.stats.membershipTotal.set(next.length);
     this.stats.membershipHealthy.set(next.filter((h) => h.healthy).length);
   }
@@ -161,9 +162,9 @@ export class Cluster {
       idleTimeoutMs: cfg.idleTimeoutMs,
       maxConnections: cfg.limits.maxConnections,
       maxRequestsPerConnection: cfg.maxRequestsPerConnection,
-      onConnect: () => { stats.cxTotal.value++; stats.cxActive.value++; },
-      onDisconnect: () => { stats.cxActive.value--; },
-      onConnectFail: () => { stats.cxConnectFail.value++; },
+      onConnect: () => { stats.cxTotal.value++; stats.cxActive.value++; host.cxTotal++; host.cxActive++; },
+      onDisconnect: () => { stats.cxActive.value--; host.cxActive--; },
+      onConnectFail: () => { stats.cxConnectFail.value++; host.cxConnectFail++; },
     });
   }
 
@@ -182,17 +183,14 @@ export class Cluster {
       bodyTimeout: 0,
       strictContentLength: false,
       allowH2: true,
-      h2Options: { useH2c: !tls, maxConcurrentStreams: Math.min(cfg.maxConcurrentStreams, 1000), connectionWindowSize: 16 << 20, settings: { initialWindowSize: 4 << 20 } },
-      connect: tls ? {
-        servername: tls.sni || undefined,
-        secureContext: tls.context,
-        rejectUnauthorized: tls.verifyPeer,
-        ALPNProtocols: tls.alpn.length ? [...tls.alpn] : ['h2'],
-      } : undefined,
+      // undici 8 reads useH2c at the top level (its typings place it in h2Options): prior-knowledge h2c.
+      ...({ useH2c: !tls } as object),
+      h2Options: { maxConcurrentStreams: Math.min(cfg.maxConcurrentStreams, 1000), connectionWindowSize: 16 << 20, settings: { initialWindowSize: 4 << 20 } },
+      connect: tls ? upstreamTlsOptions(tls, ['h2']) : undefined,
     });
-    pool.on('connect', () => { this.stats.cxTotal.inc(); this.stats.cxActive.inc(); });
-    pool.on('disconnect', () => { this.stats.cxActive.dec(); });
-    pool.on('connectionError', () => { this.stats.cxConnectFail.inc(); });
+    pool.on('connect', () => { this.stats.cxTotal.inc(); this.stats.cxActive.inc(); host.cxTotal++; host.cxActive++; });
+    pool.on('disconnect', () => { this.stats.cxActive.dec(); host.cxActive--; });
+    pool.on('connectionError', () => { this.stats.cxConnectFail.inc(); host.cxConnectFail++; });
     return pool;
   }
 

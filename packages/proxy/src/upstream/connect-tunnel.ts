@@ -1,5 +1,5 @@
 import { connect as h2connect, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
-import { connect as tlsConnect } from 'node:tls';
+import { connectUpstreamTls } from '../tls/upstream-connect.ts';
 import type { Duplex } from 'node:stream';
 import type { Cluster } from './cluster.ts';
 import type { Host } from './host.ts';
@@ -21,7 +21,7 @@ function sessionFor(cluster: Cluster, host: Host): ClientHttp2Session {
   const tls = cluster.config.tls;
   const session = tls
     ? h2connect(`https://${host.hostPort}`, {
-      createConnection: () => tlsConnect({ host: host.address, port: host.port, servername: tls.sni || undefined, secureContext: tls.context, rejectUnauthorized: tls.verifyPeer, ALPNProtocols: ['h2'] }),
+      createConnection: () => connectUpstreamTls(tls, host.address, host.port, ['h2']),
       settings: { initialWindowSize: 4 << 20 }, maxSessionMemory: 64,
     })
     : h2connect(`http://${host.hostPort}`, { settings: { initialWindowSize: 4 << 20 }, maxSessionMemory: 64 });

@@ -11,6 +11,14 @@ export class Host {
   readonly hostPort: string;
   healthy: boolean;
   activeRequests = 0;
+  /** Per-host counters, as Envoy's /clusters reports them. */
+  rqTotal = 0;
+  rqSuccess = 0;
+  rqError = 0;
+  rqTimeout = 0;
+  cxTotal = 0;
+  cxActive = 0;
+  cxConnectFail = 0;
   /** Smooth weighted round robin state (owned by the cluster's current HostSet). */
   currentWeight = 0;
   /** Milliseconds timestamp of the last pick; ORIGINAL_DST cleanup uses it. */

@@ -8,33 +8,23 @@ export type LbPolicy = 'ROUND_ROBIN' | 'LEAST_REQUEST' | 'RANDOM';
  */
 export class HostSet {
   readonly hosts: readonly Host[];
+  /** The hosts picks come from, worked out once per membership/health change. */
+  readonly eligible: readonly Host[];
   private readonly policy: LbPolicy;
   private readonly weighted: boolean;
   private rr = 0;
 
-  constructor(hosts: readonly Host[], policy: LbPolicy) {
+  /** `panicThreshold`: healthy_panic_threshold in percent (Envoy's default 50; 0 disables panic routing). */
+  constructor(hosts: readonly Host[], policy: LbPolicy, panicThreshold = 50) {
     this.hosts = hosts;
     this.policy = policy;
     this.weighted = hosts.some((h) => h.weight !== hosts[0].weight);
     for (const h of hosts) h.currentWeight = 0;
-  }
-
-  /** Hosts of the best priority level that has a healthy host; all hosts (panic) when none is healthy. */
-  private candidates(): readonly Host[] {
-    let best = Infinity;
-    for (const h of this.hosts) if (h.healthy && h.priority < best) best = h.priority;
-    if (best === Infinity) return this.hosts;
-    if (best === 0 && this.allHealthyAtZero()) return this.hosts;
-    return this.hosts.filter((h) => h.healthy && h.priority === best);
-  }
-
-  private allHealthyAtZero(): boolean {
-    for (const h of this.hosts) if (!h.healthy || h.priority !== 0) return false;
-    return true;
+    this.eligible = eligibleHosts(hosts, panicThreshold);
   }
 
   pick(exclude?: Host): Host | undefined {
-    const hosts = this.candidates();
+    const hosts = this.eligible;
     const n = hosts.length;
     if (n === 0) return undefined;
     if (n === 1) return hosts[0];
@@ -68,4 +58,19 @@ function leastRequest(hosts: readonly Host[]): Host {
   let b = hosts[(Math.random() * n) | 0];
   if (b === a) b = hosts[(hosts.indexOf(a) + 1) % n];
   return b.activeRequests < a.activeRequests ? b : a;
+}
+
+/**
+ * The best priority level that has a healthy host; within it the healthy hosts,
+ * or all of its hosts when the healthy share is below the panic threshold
+ * (Envoy's panic mode). No healthy host anywhere: every host, unless panic is off.
+ */
+function eligibleHosts(hosts: readonly Host[], panicThreshold: number): readonly Host[] {
+  let best = Infinity;
+  for (const h of hosts) if (h.healthy && h.priority < best) best = h.priority;
+  if (best === Infinity) return panicThreshold > 0 ? hosts : [];
+  const level = hosts.filter((h) => h.priority === best);
+  const healthy = level.filter((h) => h.healthy);
+  if ((healthy.length / level.length) * 100 < panicThreshold) return level;
+  return healthy.length === hosts.length ? hosts : healthy;
 }

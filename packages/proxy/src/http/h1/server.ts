@@ -183,7 +183,6 @@ export class H1Exchange implements Exchange {
   readonly conn: ConnInfo;
   headersSent = false;
   bodyDone: boolean;
-  bodyBytes = 0;
   private readonly c: H1Connection;
   private readonly requestClose: boolean;
   private bodyRemaining: number;
@@ -228,7 +227,6 @@ export class H1Exchange implements Exchange {
   }
 
   private pushBody(chunk: Buffer): void {
-    this.bodyBytes += chunk.length;
     if (!this.bodyStream) { (this.bodyQueue ??= []).push(chunk); return; }
     if (!this.bodyStream.push(chunk)) this.c.socket.pause();
   }

@@ -94,7 +94,9 @@ export class HttpConnectionManager {
       this.sessions.set(session, this.pendingConn);
       this.pendingConn = undefined;
       session.once('close', () => this.sessions.delete(session));
-      session.setLocalWindowSize(Math.min(c.h2InitialConnectionWindow, 2 ** 31 - 1));
+      // Over TLS the session's native handle appears only once it is set up ('connect').
+      const setWindow = (): void => session.setLocalWindowSize(Math.min(c.h2InitialConnectionWindow, 2 ** 31 - 1));
+      if (session.connecting) session.once('connect', setWindow); else setWindow();
       if (this.draining) session.goaway(h2c.NGHTTP2_NO_ERROR);
     });
     server.on('stream', (stream: ServerHttp2Stream, headers: H2Headers, flags: number) => this.onH2Stream(stream, headers, flags));
@@ -129,6 +131,9 @@ export class HttpConnectionManager {
   private toH2(socket: Socket, conn: ConnInfo): void {
     this.settings.stats.cxHttp2Total.inc();
     this.pendingConn = conn;
+    // A server-side TLSSocket we wrapped ourselves never emits 'secureConnect', which node's HTTP/2
+    // session waits for while `secureConnecting` is set; the handshake is already done here.
+    if (conn.tls) (socket as Socket & { secureConnecting?: boolean }).secureConnecting = false;
     // No resume(): node's HTTP/2 session drains bytes already buffered (a sniffed preface) and then reads the handle itself.
     this.h2.emit('connection', socket);
   }
