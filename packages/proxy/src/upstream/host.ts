@@ -1,5 +1,11 @@
 import { formatHostPort } from '../config/address.ts';
 
+let healthEpoch = 0;
+
+export function currentHealthEpoch(): number {
+  return healthEpoch;
+}
+
 /** One upstream endpoint. Pools hang off it lazily; counters are plain numbers for the LB. */
 export class Host {
   readonly address: string;
@@ -9,7 +15,7 @@ export class Host {
   readonly priority: number;
   readonly zone: string;
   readonly hostPort: string;
-  healthy: boolean;
+  private isHealthy: boolean;
   activeRequests = 0;
   /** Per-host counters, as Envoy's /clusters reports them. */
   rqTotal = 0;
@@ -33,8 +39,17 @@ export class Host {
     this.weight = opts.weight ?? 1;
     this.priority = opts.priority ?? 0;
     this.zone = opts.zone ?? '';
-    this.healthy = opts.healthy ?? true;
+    this.isHealthy = opts.healthy ?? true;
     this.hostPort = formatHostPort(address, port);
+  }
+
+  get healthy(): boolean { return this.isHealthy; }
+
+  /** Any health change bumps `healthEpoch`, so host sets recompute who is eligible on their next pick. */
+  set healthy(v: boolean) {
+    if (v === this.isHealthy) return;
+    this.isHealthy = v;
+    healthEpoch++;
   }
 
   closePools(): void {

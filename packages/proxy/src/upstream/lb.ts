@@ -1,4 +1,4 @@
-import type { Host } from './host.ts';
+import { currentHealthEpoch, type Host } from './host.ts';
 
 export type LbPolicy = 'ROUND_ROBIN' | 'LEAST_REQUEST' | 'RANDOM';
 
@@ -8,8 +8,10 @@ export type LbPolicy = 'ROUND_ROBIN' | 'LEAST_REQUEST' | 'RANDOM';
  */
 export class HostSet {
   readonly hosts: readonly Host[];
-  /** The hosts picks come from, worked out once per membership/health change. */
-  readonly eligible: readonly Host[];
+  /** The hosts picks come from, worked out again only after a health change. */
+  private eligible: readonly Host[];
+  private epoch: number;
+  private readonly panicThreshold: number;
   private readonly policy: LbPolicy;
   private readonly weighted: boolean;
   private rr = 0;
@@ -20,10 +22,16 @@ export class HostSet {
     this.policy = policy;
     this.weighted = hosts.some((h) => h.weight !== hosts[0].weight);
     for (const h of hosts) h.currentWeight = 0;
+    this.panicThreshold = panicThreshold;
+    this.epoch = currentHealthEpoch();
     this.eligible = eligibleHosts(hosts, panicThreshold);
   }
 
   pick(exclude?: Host): Host | undefined {
+    if (this.epoch !== currentHealthEpoch()) {
+      this.epoch = currentHealthEpoch();
+      this.eligible = eligibleHosts(this.hosts, this.panicThreshold);
+    }
     const hosts = this.eligible;
     const n = hosts.length;
     if (n === 0) return undefined;
