@@ -29,56 +29,69 @@ export type HeadError = 'bad-request' | 'too-many-headers' | 'bad-transfer-encod
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const BAD_VALUE = /[\0\r\n\x7f]/;
-const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([^\s\0]+) HTTP\/1\.([01])$/;
-const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: (.*))?$/;
-const DIGITS = /^\d{1,15}$/;
 
-/** Parses `buf[start, end)` (the head without its final CRLFCRLF). */
+/** tchar (RFC 9110 §5.6.2) by char code. */
+const TCHAR = new Uint8Array(128);
+for (const c of "!#$%&'*+-.^_`|~") TCHAR[c.charCodeAt(0)] = 1;
+for (let c = 48; c <= 57; c++) TCHAR[c] = 1;
+for (let c = 65; c <= 90; c++) TCHAR[c] = 2; // upper case: needs folding
+for (let c = 97; c <= 122; c++) TCHAR[c] = 1;
+
+const CR = 13, LF = 10, SP = 32, HTAB = 9, COLON = 58;
+
+/**
+ * Parses `buf[start, end)` (the head without its final CRLFCRLF). The head is
+ * decoded once to a latin1 string and scanned by char code: no split, no
+ * per-line regex, substrings only for what is kept.
+ */
 export function parseHead(buf: Buffer, start: number, end: number, isRequest: boolean, maxHeaders: number): Head | HeadError {
   const text = buf.toString('latin1', start, end);
-  const lines = text.split('\r\n');
-  const first = lines[0];
+  const n = text.length;
+  let eol = lineEnd(text, 0);
+  if (eol < 0) return 'bad-request';
   const head: Head = {
-    method: '', target: '', status: 0, reason: '', versionMinor: 1, headers: {}, headerCount: lines.length - 1,
+    method: '', target: '', status: 0, reason: '', versionMinor: 1, headers: {}, headerCount: 0,
     contentLength: -1, chunked: false, close: false, upgrade: false, expectContinue: false,
   };
-  if (isRequest) {
-    const m = REQUEST_LINE.exec(first);
-    if (!m) return 'bad-request';
-    head.method = m[1];
-    head.target = m[2];
-    head.versionMinor = m[3] === '0' ? 0 : 1;
-  } else {
-    const m = STATUS_LINE.exec(first);
-    if (!m) return 'bad-request';
-    head.versionMinor = m[1] === '0' ? 0 : 1;
-    head.status = Number(m[2]);
-    head.reason = m[3] ?? '';
-  }
-  if (head.headerCount > maxHeaders) return 'too-many-headers';
+  if (!(isRequest ? requestLine(text, eol, head) : statusLine(text, eol, head))) return 'bad-request';
   const headers = head.headers;
   let keepAlive = false, connectionUpgrade = false, te = '';
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i];
-    const colon = line.indexOf(':');
-    if (colon <= 0) return 'bad-request';
-    const rawName = line.slice(0, colon);
-    if (!TOKEN.test(rawName)) return 'bad-request';
-    const raw = line.slice(colon + 1);
-    // Check before trimming: String.trim would also eat a smuggled bare CR/LF at the edges.
-    if (BAD_VALUE.test(raw)) return 'bad-request';
-    const value = trimOws(raw);
-    const name = rawName.toLowerCase();
+  let pos = eol + 2;
+  while (pos < n) {
+    eol = lineEnd(text, pos);
+    if (eol < 0) return 'bad-request';
+    if (++head.headerCount > maxHeaders) return 'too-many-headers';
+    // Name: tchars up to the colon (no whitespace before it, no obs-fold).
+    let i = pos, upper = false;
+    for (; i < eol; i++) {
+      const c = text.charCodeAt(i);
+      if (c === COLON) break;
+      const t = c < 128 ? TCHAR[c] : 0;
+      if (t === 0) return 'bad-request';
+      if (t === 2) upper = true;
+    }
+    if (i === pos || i === eol) return 'bad-request';
+    const rawName = text.slice(pos, i);
+    const name = upper ? rawName.toLowerCase() : rawName;
+    // Value: OWS-trimmed, no control characters but HTAB.
+    let vs = i + 1, ve = eol;
+    for (let j = vs; j < ve; j++) {
+      const c = text.charCodeAt(j);
+      if ((c < SP && c !== HTAB) || c === 127) return 'bad-request';
+    }
+    while (vs < ve && (text.charCodeAt(vs) === SP || text.charCodeAt(vs) === HTAB)) vs++;
+    while (ve > vs && (text.charCodeAt(ve - 1) === SP || text.charCodeAt(ve - 1) === HTAB)) ve--;
+    const value = text.slice(vs, ve);
+    pos = eol + 2;
     const prev = headers[name];
     if (prev === undefined) headers[name] = value;
     else if (Array.isArray(prev)) prev.push(value);
     else headers[name] = [prev, value];
     switch (name) {
       case 'content-length': {
-        if (!DIGITS.test(value)) return 'bad-request';
-        const n = Number(value);
-        if (head.contentLength >= 0 && head.contentLength !== n) return 'bad-request';
-        head.contentLength = n;
+        const len = parseDigits(value);
+        if (len < 0 || (head.contentLength >= 0 && head.contentLength !== len)) return 'bad-request';
+        head.contentLength = len;
         break;
       }
       case 'transfer-encoding': te = te ? `${te}, ${value}` : value; break;
@@ -95,7 +108,7 @@ export function parseHead(buf: Buffer, start: number, end: number, isRequest: bo
   }
   if (te) {
     // Only "chunked" as the final coding is understood; with Content-Length too it is a smuggling vector.
-    const codings = te.toLowerCase().split(',').map((s) => s.trim()).filter(Boolean);
+    const codings = te.toLowerCase().split(',').map((x) => x.trim()).filter(Boolean);
     if (codings[codings.length - 1] !== 'chunked' || codings.length > 1) return 'bad-transfer-encoding';
     if (head.contentLength >= 0) return 'bad-request';
     head.chunked = true;
@@ -103,6 +116,68 @@ export function parseHead(buf: Buffer, start: number, end: number, isRequest: bo
   if (head.versionMinor === 0 && !keepAlive) head.close = true;
   head.upgrade = connectionUpgrade && headers.upgrade !== undefined;
   return head;
+}
+
+/**
+ * Index of the CRLF ending the line at `pos` (the text's end counts as one).
+ * A bare CR or LF inside the line is caught by the per-character checks of
+ * the name, value, request line and status line scans.
+ */
+function lineEnd(text: string, pos: number): number {
+  const i = text.indexOf('\r\n', pos);
+  return i < 0 ? text.length : i;
+}
+
+/** 1 to 15 decimal digits, else -1. */
+function parseDigits(v: string): number {
+  if (v.length === 0 || v.length > 15) return -1;
+  let n = 0;
+  for (let i = 0; i < v.length; i++) {
+    const d = v.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    n = n * 10 + d;
+  }
+  return n;
+}
+
+/** `METHOD SP target SP HTTP/1.x`. */
+function requestLine(text: string, eol: number, head: Head): boolean {
+  let i = 0;
+  for (; i < eol; i++) {
+    const c = text.charCodeAt(i);
+    if (c === SP) break;
+    if (c >= 128 || TCHAR[c] === 0) return false;
+  }
+  if (i === 0 || i === eol) return false;
+  head.method = text.slice(0, i);
+  const ts = i + 1;
+  let j = ts;
+  for (; j < eol; j++) {
+    const c = text.charCodeAt(j);
+    if (c === SP) break;
+    if (c < 33 || c === 127) return false;
+  }
+  if (j === ts || eol - j !== 9 || !text.startsWith(' HTTP/1.', j)) return false;
+  const minor = text.charCodeAt(eol - 1);
+  if (minor !== 48 && minor !== 49) return false;
+  head.target = text.slice(ts, j);
+  head.versionMinor = minor - 48;
+  return true;
+}
+
+/** `HTTP/1.x SP 3DIGIT [SP reason]`. */
+function statusLine(text: string, eol: number, head: Head): boolean {
+  if (eol < 12 || !text.startsWith('HTTP/1.', 0) || text.charCodeAt(8) !== SP) return false;
+  const minor = text.charCodeAt(7);
+  if (minor !== 48 && minor !== 49) return false;
+  const status = parseDigits(text.slice(9, 12));
+  if (status < 100 || status > 999) return false;
+  if (eol > 12 && text.charCodeAt(12) !== SP) return false;
+  for (let i = 13; i < eol; i++) { const c = text.charCodeAt(i); if ((c < SP && c !== HTAB) || c === 127) return false; }
+  head.versionMinor = minor - 48;
+  head.status = status;
+  head.reason = eol > 13 ? text.slice(13, eol) : '';
+  return true;
 }
 
 /** Trims optional whitespace (SP / HTAB only, RFC 9110 §5.6.3). */
