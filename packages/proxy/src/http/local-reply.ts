@@ -19,6 +19,7 @@ export function sendLocalReply(rec: RequestRecord, status: number, body: string 
     body = r.body === '' ? undefined : r.body;
     if (r.contentType) headers['content-type'] = r.contentType;
   }
+  rec.filters?.encodeHeaders(status, headers as Record<string, string>);
   const len = body === undefined ? 0 : Buffer.byteLength(body);
   headers['content-length'] = len;
   if (len > 0 && headers['content-type'] === undefined) headers['content-type'] = 'text/plain';

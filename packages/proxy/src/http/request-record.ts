@@ -25,6 +25,8 @@ export class RequestRecord implements LogEntry {
   responseHeaders: Record<string, string | string[] | number | undefined> | undefined;
   details = '';
   localReplyBody: string | undefined;
+  /** Set when the HCM has HTTP filters: response headers pass through them. */
+  filters: { encodeHeaders(status: number, headers: Record<string, string | string[] | undefined>): void } | undefined;
 
   constructor(ex: Exchange, startMs: number) {
     this.ex = ex;

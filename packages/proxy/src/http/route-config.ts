@@ -2,6 +2,7 @@ import type { Msg } from '../config/fields.ts';
 import { readDataSource } from '../config/data-source.ts';
 import { compileHeaderOps, NO_HEADER_OPS, type HeaderOps } from './header-ops.ts';
 import { compileRouteMatch, compileRegex, type CompiledMatch, type RequestView } from './route-match.ts';
+import { compilePerFilterConfig, type PerFilterCompilers } from './per-filter-config.ts';
 
 export interface WeightedCluster { readonly name: string; readonly weight: number; readonly requestHeaders: HeaderOps; readonly responseHeaders: HeaderOps }
 
@@ -36,6 +37,8 @@ export interface Route {
   readonly action: ForwardAction | RedirectAction | DirectAction;
   readonly requestHeaders: HeaderOps;
   readonly responseHeaders: HeaderOps;
+  /** typed_per_filter_config, compiled by each filter (undefined when none). */
+  readonly perFilter: ReadonlyMap<string, unknown> | undefined;
 }
 
 export interface VirtualHost {
@@ -43,6 +46,7 @@ export interface VirtualHost {
   readonly routes: readonly Route[];
   readonly requestHeaders: HeaderOps;
   readonly responseHeaders: HeaderOps;
+  readonly perFilter: ReadonlyMap<string, unknown> | undefined;
 }
 
 const REDIRECT_CODES = ['MOVED_PERMANENTLY', 'FOUND', 'SEE_OTHER', 'TEMPORARY_REDIRECT', 'PERMANENT_REDIRECT'] as const;
@@ -56,18 +60,21 @@ export class RouteTable {
   readonly name: string;
   readonly requestHeaders: HeaderOps;
   readonly responseHeaders: HeaderOps;
+  readonly perFilter: ReadonlyMap<string, unknown> | undefined;
   private readonly exact = new Map<string, VirtualHost>();
   private readonly suffixes: Array<[string, VirtualHost]> = [];
   private readonly prefixes: Array<[string, VirtualHost]> = [];
   private fallback: VirtualHost | undefined;
 
-  constructor(m: Msg) {
+  /** `filters`: per-filter compilers for typed_per_filter_config, keyed by http_filters name. */
+  constructor(m: Msg, filters?: PerFilterCompilers) {
     this.name = m.str('name');
     this.requestHeaders = compileHeaderOps(m, 'request');
     this.responseHeaders = compileHeaderOps(m, 'response');
+    this.perFilter = compilePerFilterConfig(m, filters);
     const seen = new Set<string>();
     for (const vm of m.list('virtual_hosts')) {
-      const vh = compileVirtualHost(vm);
+      const vh = compileVirtualHost(vm, filters);
       for (const [i, raw] of vm.strList('domains').entries()) {
         const d = raw.toLowerCase();
         if (seen.has(d)) throw vm.error(`domains[${i}]`, `domain ${JSON.stringify(raw)} is used by more than one virtual host`);
@@ -114,22 +121,23 @@ function hasUpper(s: string): boolean {
   return false;
 }
 
-function compileVirtualHost(m: Msg): VirtualHost {
-  for (const f of ['require_tls', 'virtual_clusters', 'rate_limits', 'cors', 'retry_policy', 'hedge_policy', 'typed_per_filter_config', 'request_mirror_policies']) {
+function compileVirtualHost(m: Msg, filters: PerFilterCompilers | undefined): VirtualHost {
+  for (const f of ['require_tls', 'virtual_clusters', 'rate_limits', 'cors', 'retry_policy', 'hedge_policy', 'request_mirror_policies']) {
     if (m.has(f)) throw m.error(f, 'is not supported yet');
   }
   if (m.strList('domains').length === 0) throw m.error('domains', 'at least one domain is required');
   return {
     name: m.requiredStr('name'),
-    routes: m.list('routes').map(compileRoute),
+    routes: m.list('routes').map((r) => compileRoute(r, filters)),
     requestHeaders: compileHeaderOps(m, 'request'),
     responseHeaders: compileHeaderOps(m, 'response'),
+    perFilter: compilePerFilterConfig(m, filters),
   };
 }
 
-function compileRoute(m: Msg): Route {
-  for (const f of ['typed_per_filter_config', 'decorator', 'tracing', 'filter_action', 'non_forwarding_action']) {
-    if (m.has(f) && f !== 'decorator') throw m.error(f, 'is not supported yet');
+function compileRoute(m: Msg, filters: PerFilterCompilers | undefined): Route {
+  for (const f of ['tracing', 'filter_action', 'non_forwarding_action']) {
+    if (m.has(f)) throw m.error(f, 'is not supported yet');
   }
   const mm = m.requiredMsg('match');
   const match = compileRouteMatch(mm);
@@ -149,6 +157,7 @@ function compileRoute(m: Msg): Route {
     action,
     requestHeaders: compileHeaderOps(m, 'request'),
     responseHeaders: compileHeaderOps(m, 'response'),
+    perFilter: compilePerFilterConfig(m, filters),
   };
 }
 

@@ -11,6 +11,7 @@ import type { Cluster, UpstreamDispatcher } from '../upstream/cluster.ts';
 import type { Host } from '../upstream/host.ts';
 import type { HcmStats } from './hcm-stats.ts';
 import type { LocalReplyConfig } from './local-reply-config.ts';
+import { FilterChainRun, type NamedFilter } from './filter-chain.ts';
 
 /** The immutable per-HCM settings the router reads on every request. */
 export interface RouterSettings {
@@ -26,6 +27,8 @@ export interface RouterSettings {
   readonly stats: HcmStats;
   readonly localReply: LocalReplyConfig | undefined;
   readonly onComplete: ((r: RequestRecord) => void) | undefined;
+  /** Decoder/encoder filters before the router (empty for router-only chains). */
+  readonly filters: readonly NamedFilter[];
 }
 
 const now = (): number => performance.now();
@@ -36,6 +39,16 @@ export function routeRequest(ex: Exchange, s: RouterSettings): void {
   s.stats.rqTotal.value++;
   s.stats.rqActive.value++;
   const matched = s.routes.route(ex.authority, ex, false);
+  if (s.filters.length === 0) return dispatch(ex, s, rec, matched);
+  const run = new FilterChainRun(ex, rec, matched?.route, matched?.vhost, s.filters, s.routes, () => dispatch(ex, s, rec, matched),
+    (status, body, flag, details, headers) => finishLocal(rec, s, status, body, flag as ResponseFlag, details, headers as OutgoingHttpHeaders),
+    () => { rec.flags = Flag.DownstreamConnectionTermination; complete(rec, s); });
+  rec.filters = run;
+  run.continueDecoding();
+}
+
+/** The router proper: after the filters, act on the matched route. */
+function dispatch(ex: Exchange, s: RouterSettings, rec: RequestRecord, matched: { vhost: VirtualHost; route: Route } | undefined): void {
   if (!matched) return finishLocal(rec, s, 404, undefined, Flag.NoRouteFound, 'route_not_found');
   const { vhost, route } = matched;
   rec.routeName = route.name;
@@ -239,6 +252,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     this.route.responseHeaders.apply(h);
     this.vhost.responseHeaders.apply(h);
     this.s.routes.responseHeaders.apply(h);
+    rec.filters?.encodeHeaders(status, h);
     rec.responseHeaders = h;
     this.cluster.stats.codes.record(status);
     this.ex.respond(status, h as OutgoingHttpHeaders, false);

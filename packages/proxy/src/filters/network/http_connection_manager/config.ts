@@ -3,6 +3,8 @@ import { RouteTable } from '../../../http/route-config.ts';
 import { compileRouterFilter, ROUTER_TYPE, type RouterFilterConfig } from '../../http/router/config.ts';
 import { compileAccessLogs, type AccessLogger } from '../../../telemetry/access-log.ts';
 import { compileLocalReplyConfig, type LocalReplyConfig } from '../../../http/local-reply-config.ts';
+import { HTTP_FILTERS_BY_NAME, HTTP_FILTERS_BY_URL } from '../../http/registry.ts';
+import type { HttpFilterConfig } from '../../http/types.ts';
 
 export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 const CODECS = ['AUTO', 'HTTP1', 'HTTP2', 'HTTP3'] as const;
@@ -19,6 +21,8 @@ export interface HcmConfig {
   readonly codec: (typeof CODECS)[number];
   readonly routes: RouteTable;
   readonly router: RouterFilterConfig;
+  /** The HTTP filters before the router, in order. */
+  readonly httpFilters: readonly HttpFilterConfig[];
   readonly serverName: string;
   readonly serverHeader: (typeof SERVER_HEADER)[number];
   readonly useRemoteAddress: boolean;
@@ -52,17 +56,24 @@ export function compileHcm(m: Msg): HcmConfig {
   const filters = m.list('http_filters');
   if (filters.length === 0) throw m.error('http_filters', 'the router filter is required');
   let router: RouterFilterConfig | undefined;
+  const httpFilters: HttpFilterConfig[] = [];
   for (const [i, f] of filters.entries()) {
+    if (f.has('config_discovery')) throw f.error('config_discovery', 'ECDS needs dynamic_resources (not served yet)');
     const tc = f.msg('typed_config');
     const url = tc?.str('@type') ?? '';
-    const isRouter = url === ROUTER_TYPE || (!tc && f.str('name') === 'envoy.filters.http.router');
+    const name = f.requiredStr('name');
+    const isRouter = url === ROUTER_TYPE || (!tc && name === 'envoy.filters.http.router');
     if (!isRouter) {
+      const ext = tc ? HTTP_FILTERS_BY_URL.get(url) : HTTP_FILTERS_BY_NAME.get(name);
+      if (ext) { if (!f.bool('disabled')) httpFilters.push(ext.compile(name, tc)); continue; }
       if (f.bool('is_optional')) continue;
-      throw f.error(tc ? 'typed_config' : 'name', `unsupported HTTP filter ${url || f.str('name')}`);
+      throw f.error(tc ? 'typed_config' : 'name', `unsupported HTTP filter ${url || name}`);
     }
     if (i !== filters.length - 1) throw f.error('', 'the router must be the last HTTP filter');
     router = compileRouterFilter(tc);
   }
+  const perRoute = new Map<string, (m: Msg) => unknown>();
+  for (const f of httpFilters) if (f.perRoute) perRoute.set(f.name, f.perRoute.bind(f));
   const common = m.msg('common_http_protocol_options');
   const h1 = m.msg('http_protocol_options');
   const h2 = m.msg('http2_protocol_options');
@@ -77,8 +88,9 @@ export function compileHcm(m: Msg): HcmConfig {
   return {
     statPrefix: m.requiredStr('stat_prefix'),
     codec: m.enumOf('codec_type', CODECS),
-    routes: new RouteTable(rc),
+    routes: new RouteTable(rc, perRoute),
     router: router as RouterFilterConfig,
+    httpFilters,
     serverName: m.str('server_name', 'envoy'),
     serverHeader: m.enumOf('server_header_transformation', SERVER_HEADER),
     useRemoteAddress: m.bool('use_remote_address'),
