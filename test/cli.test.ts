@@ -65,11 +65,11 @@ describe('--mode validate', { timeout: 60_000, concurrency: 3 }, () => {
   });
 
   test('unsupported extensions: exit 1 naming the field path and the type URL', async () => {
-    const fault = 'type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault';
+    const ratelimit = 'type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit';
     const r1 = await validate(withFirstFilter(good(), (tc) => {
-      tc.http_filters = [{ name: 'envoy.filters.http.fault', typed_config: { '@type': fault } }, ...(tc.http_filters as Json[])];
+      tc.http_filters = [{ name: 'envoy.filters.http.local_ratelimit', typed_config: { '@type': ratelimit } }, ...(tc.http_filters as Json[])];
     }));
-    assertConfigError(r1, /static_resources\.listeners\[0\]\.filter_chains\[0\]\.filters\[0\]\.typed_config\.http_filters\[0\]/, new RegExp(fault.replace(/\./g, '\\.')));
+    assertConfigError(r1, /static_resources\.listeners\[0\]\.filter_chains\[0\]\.filters\[0\]\.typed_config\.http_filters\[0\]/, new RegExp(ratelimit.replace(/\./g, '\\.')));
 
     const redis = 'type.googleapis.com/envoy.extensions.filters.network.redis_proxy.v3.RedisProxy';
     const r2 = await validate(bootstrap([listener(1, [chain({ name: 'envoy.filters.network.redis_proxy', typed_config: { '@type': redis, stat_prefix: 'r' } })])], []));

@@ -3,6 +3,7 @@ import { readDataSource } from '../config/data-source.ts';
 import { compileHeaderOps, NO_HEADER_OPS, type HeaderOps } from './header-ops.ts';
 import { compileRouteMatch, compileRegex, type CompiledMatch, type RequestView } from './route-match.ts';
 import { compilePerFilterConfig, type PerFilterCompilers } from './per-filter-config.ts';
+import { compileRetryPolicy, type RetryPolicy } from './retry-policy.ts';
 
 export interface WeightedCluster { readonly name: string; readonly weight: number; readonly requestHeaders: HeaderOps; readonly responseHeaders: HeaderOps }
 
@@ -19,6 +20,7 @@ export interface ForwardAction {
   readonly timeoutMs: number;
   readonly idleTimeoutMs: number;
   readonly upgrades: ReadonlyMap<string, { enabled: boolean; terminateConnect: boolean }>;
+  readonly retryPolicy: RetryPolicy | undefined;
 }
 
 export interface RedirectAction {
@@ -47,6 +49,9 @@ export interface VirtualHost {
   readonly requestHeaders: HeaderOps;
   readonly responseHeaders: HeaderOps;
   readonly perFilter: ReadonlyMap<string, unknown> | undefined;
+  readonly retryPolicy: RetryPolicy | undefined;
+  /** include_request_attempt_count / include_attempt_count_in_response: x-envoy-attempt-count. */
+  readonly includeAttemptCount: boolean;
 }
 
 const REDIRECT_CODES = ['MOVED_PERMANENTLY', 'FOUND', 'SEE_OTHER', 'TEMPORARY_REDIRECT', 'PERMANENT_REDIRECT'] as const;
@@ -122,7 +127,7 @@ function hasUpper(s: string): boolean {
 }
 
 function compileVirtualHost(m: Msg, filters: PerFilterCompilers | undefined): VirtualHost {
-  for (const f of ['require_tls', 'virtual_clusters', 'rate_limits', 'cors', 'retry_policy', 'hedge_policy', 'request_mirror_policies']) {
+  for (const f of ['require_tls', 'virtual_clusters', 'rate_limits', 'cors', 'hedge_policy', 'request_mirror_policies', 'retry_policy_typed_config']) {
     if (m.has(f)) throw m.error(f, 'is not supported yet');
   }
   if (m.strList('domains').length === 0) throw m.error('domains', 'at least one domain is required');
@@ -132,6 +137,8 @@ function compileVirtualHost(m: Msg, filters: PerFilterCompilers | undefined): Vi
     requestHeaders: compileHeaderOps(m, 'request'),
     responseHeaders: compileHeaderOps(m, 'response'),
     perFilter: compilePerFilterConfig(m, filters),
+    retryPolicy: m.has('retry_policy') ? compileRetryPolicy(m.requiredMsg('retry_policy')) : undefined,
+    includeAttemptCount: m.bool('include_request_attempt_count') || m.bool('include_attempt_count_in_response'),
   };
 }
 
@@ -162,7 +169,7 @@ function compileRoute(m: Msg, filters: PerFilterCompilers | undefined): Route {
 }
 
 function compileForward(m: Msg): ForwardAction {
-  for (const f of ['retry_policy', 'hash_policy', 'request_mirror_policies', 'rate_limits', 'cors', 'hedge_policy',
+  for (const f of ['hash_policy', 'request_mirror_policies', 'rate_limits', 'cors', 'hedge_policy', 'retry_policy_typed_config',
     'max_stream_duration', 'metadata_match', 'cluster_specifier_plugin', 'inline_cluster_specifier_plugin', 'host_rewrite_header', 'host_rewrite_path_regex']) {
     if (m.has(f)) throw m.error(f, 'is not supported yet');
   }
@@ -193,6 +200,7 @@ function compileForward(m: Msg): ForwardAction {
     timeoutMs: m.durationMs('timeout', 15_000),
     idleTimeoutMs: m.durationMs('idle_timeout', 0),
     upgrades,
+    retryPolicy: m.has('retry_policy') ? compileRetryPolicy(m.requiredMsg('retry_policy')) : undefined,
   };
 }
 

@@ -1,13 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import type { OutgoingHttpHeaders, IncomingHttpHeaders } from 'node:http';
-import type { Dispatcher } from 'undici';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { HOP_BY_HOP, type Exchange, type Headers } from './exchange.ts';
 import type { ForwardAction, RedirectAction, Route, RouteTable, VirtualHost } from './route-config.ts';
 import { sendLocalReply } from './local-reply.ts';
 import { Flag, LocalBody, type ResponseFlag } from './response-flags.ts';
 import { RequestRecord } from './request-record.ts';
 import type { ClusterManager } from '../upstream/manager.ts';
-import type { Cluster, UpstreamDispatcher } from '../upstream/cluster.ts';
+import type { Cluster } from '../upstream/cluster.ts';
+import { UpstreamRequest } from './upstream-call.ts';
+import { parseRetryOn, type RetryPolicy } from './retry-policy.ts';
+import type { StatsStore } from '../stats/store.ts';
 import type { Host } from '../upstream/host.ts';
 import type { HcmStats } from './hcm-stats.ts';
 import type { LocalReplyConfig } from './local-reply-config.ts';
@@ -29,6 +31,7 @@ export interface RouterSettings {
   readonly onComplete: ((r: RequestRecord) => void) | undefined;
   /** Decoder/encoder filters before the router (empty for router-only chains). */
   readonly filters: readonly NamedFilter[];
+  readonly store: StatsStore;
 }
 
 const now = (): number => performance.now();
@@ -165,11 +168,39 @@ export function planForward(ex: Exchange, s: RouterSettings, rec: RequestRecord,
 function forward(ex: Exchange, s: RouterSettings, rec: RequestRecord, vhost: VirtualHost, route: Route, a: ForwardAction): void {
   const plan = planForward(ex, s, rec, vhost, route, a);
   if (!plan) return;
-  const { cluster, host } = plan;
-  const http2 = cluster.config.protocol === 'http2' || (cluster.config.protocol === 'downstream' && ex.protocol === 'HTTP/2');
-  const call = new UpstreamCall(ex, s, rec, cluster, host, vhost, route, plan.weightedIndex >= 0 ? a.weighted[plan.weightedIndex].responseHeaders : undefined);
-  call.start(cluster.httpPool(host, http2), plan.path, plan.headers, plan.timeoutMs);
+  const retry = a.retryPolicy ?? vhost.retryPolicy;
+  const h = plan.headers;
+  // x-envoy-retry-on / -grpc-on add conditions, x-envoy-max-retries sets the count (Envoy honours them).
+  let retryOn = retry?.on ?? 0;
+  let numRetries = retry?.numRetries ?? 0;
+  let perTry = retry?.perTryTimeoutMs ?? 0;
+  const hdrOn = h['x-envoy-retry-on'], hdrGrpc = h['x-envoy-retry-grpc-on'], hdrMax = h['x-envoy-max-retries'], hdrPerTry = h['x-envoy-upstream-rq-per-try-timeout-ms'];
+  if (typeof hdrOn === 'string' || typeof hdrGrpc === 'string' || typeof hdrMax === 'string' || typeof hdrPerTry === 'string') {
+    if (typeof hdrOn === 'string') retryOn |= parseRetryOn(hdrOn);
+    if (typeof hdrGrpc === 'string') retryOn |= parseRetryOn(hdrGrpc);
+    if (typeof hdrMax === 'string' && /^\d+$/.test(hdrMax)) numRetries = Number(hdrMax);
+    if (typeof hdrPerTry === 'string' && /^\d+$/.test(hdrPerTry)) perTry = Number(hdrPerTry);
+    clearAll(h, RETRY_HEADERS);
+  }
+  const policy = retry ?? (retryOn ? DEFAULT_RETRY : undefined);
+  if (policy && retryOn && typeof hdrMax !== 'string' && !retry) numRetries = 1;
+  new UpstreamRequest({
+    ex, s, rec, vhost, route,
+    cluster: plan.cluster, host: plan.host, path: plan.path, headers: h, timeoutMs: plan.timeoutMs,
+    weightedResponseOps: plan.weightedIndex >= 0 ? a.weighted[plan.weightedIndex].responseHeaders : undefined,
+    retry: policy, retryOn, numRetries, perTryTimeoutMs: perTry,
+    attemptCountHeader: vhost.includeAttemptCount,
+    hashPick: undefined,
+  }).start();
 }
+
+const RETRY_HEADERS = ['x-envoy-retry-on', 'x-envoy-retry-grpc-on', 'x-envoy-max-retries', 'x-envoy-upstream-rq-per-try-timeout-ms'];
+
+/** The policy a request gets from x-envoy-retry-on alone (Envoy's RetryPolicy defaults). */
+const DEFAULT_RETRY: RetryPolicy = {
+  on: 0, numRetries: 1, perTryTimeoutMs: 0, retriableStatusCodes: [], retriableHeaders: [], retriableRequestHeaders: [],
+  previousHosts: false, hostSelectionMaxAttempts: 1, baseIntervalMs: 25, maxIntervalMs: 250,
+};
 
 function upstreamHeaders(ex: Exchange, s: RouterSettings, rec: RequestRecord, vhost: VirtualHost, route: Route, a: ForwardAction, host: Host): Headers {
   const h = ex.headers;
@@ -199,138 +230,6 @@ function upstreamHeaders(ex: Exchange, s: RouterSettings, rec: RequestRecord, vh
   return h;
 }
 
-/** The upstream half of one request: undici's dispatch handler, piping the response downstream with backpressure. */
-class UpstreamCall implements Dispatcher.DispatchHandler {
-  private readonly ex: Exchange;
-  private readonly s: RouterSettings;
-  private readonly rec: RequestRecord;
-  private readonly cluster: Cluster;
-  private readonly host: Host;
-  private readonly vhost: VirtualHost;
-  private readonly route: Route;
-  private readonly weightedResponseOps: { apply(h: Headers): void } | undefined;
-  private controller: Dispatcher.DispatchController | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private done = false;
-
-  constructor(ex: Exchange, s: RouterSettings, rec: RequestRecord, cluster: Cluster, host: Host, vhost: VirtualHost, route: Route, weightedResponseOps: { apply(h: Headers): void } | undefined) {
-    this.ex = ex; this.s = s; this.rec = rec; this.cluster = cluster; this.host = host;
-    this.vhost = vhost; this.route = route; this.weightedResponseOps = weightedResponseOps;
-  }
-
-  start(pool: UpstreamDispatcher, path: string, headers: Headers, timeoutMs: number): void {
-    const cs = this.cluster.stats;
-    cs.rqTotal.value++;
-    cs.rqActive.value++;
-    this.host.activeRequests++;
-    this.host.rqTotal++;
-    if (timeoutMs > 0) this.timer = setTimeout(onTimeout, timeoutMs, this);
-    this.ex.watch(() => this.controller?.resume(), () => this.downstreamClosed());
-    pool.dispatch({ path, method: this.ex.method, headers, body: this.ex.hasBody ? this.ex.body : null }, this);
-  }
-
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-    if (this.done) controller.abort(new Error('request already finished'));
-  }
-
-  /** Request body bytes as they go upstream (BYTES_RECEIVED). */
-  onBodySent(chunk: Buffer): void {
-    this.rec.bytesReceived += chunk.length;
-  }
-
-  onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
-    if (this.done) return;
-    const rec = this.rec;
-    rec.status = status;
-    rec.upstreamServiceTimeMs = Math.round(now() - rec.startMs);
-    const h = headers as Headers;
-    clearAll(h, HOP_BY_HOP);
-    if (this.s.serverName) h.server = this.s.serverName;
-    if (!this.s.suppressEnvoyHeaders) h['x-envoy-upstream-service-time'] = String(rec.upstreamServiceTimeMs);
-    this.weightedResponseOps?.apply(h);
-    this.route.responseHeaders.apply(h);
-    this.vhost.responseHeaders.apply(h);
-    this.s.routes.responseHeaders.apply(h);
-    rec.filters?.encodeHeaders(status, h);
-    rec.responseHeaders = h;
-    this.cluster.stats.codes.record(status);
-    this.ex.respond(status, h as OutgoingHttpHeaders, false);
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.done) return;
-    this.rec.bytesSent += chunk.length;
-    if (!this.ex.write(chunk)) controller.pause();
-  }
-
-  onResponseEnd(_c: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
-    if (this.done) return;
-    this.ex.end(trailers && Object.keys(trailers).length ? trailers as Headers : undefined);
-    this.finish();
-  }
-
-  onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
-    if (this.done) return;
-    const code = (err as { code?: string }).code ?? '';
-    const cs = this.cluster.stats;
-    if (this.ex.headersSent) {
-      cs.rqReset.inc();
-      this.rec.flags = Flag.UpstreamRemoteReset;
-      this.ex.reset();
-      this.finish();
-      return;
-    }
-    let flag: ResponseFlag = Flag.UpstreamConnectionTermination;
-    let body: string = LocalBody.connectionTermination;
-    if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'ETIMEDOUT') {
-      flag = Flag.UpstreamConnectionFailure; body = LocalBody.connectFailure;
-      if (code === 'UND_ERR_CONNECT_TIMEOUT') cs.cxConnectTimeout.inc();
-    } else if (code === 'ECONNRESET' || code === 'ERR_HTTP2_STREAM_ERROR') {
-      flag = Flag.UpstreamRemoteReset; body = LocalBody.remoteReset; cs.rqReset.inc();
-    } else if (code === 'HPE_INVALID_CONSTANT' || code.startsWith('HPE_') || code === 'UND_ERR_INFO') {
-      flag = Flag.UpstreamProtocolError; body = LocalBody.protocolError;
-    }
-    this.localReply(503, body, flag, `upstream_reset_before_response_started{${code || err.message}}`);
-  }
-
-  private localReply(status: number, body: string, flag: ResponseFlag, details: string): void {
-    this.rec.status = status;
-    this.rec.flags = flag;
-    this.rec.details = details;
-    this.rec.bytesSent = sendLocalReply(this.rec, status, body, this.s);
-    this.finish();
-  }
-
-  timedOut(): void {
-    if (this.done) return;
-    this.cluster.stats.rqTimeout.inc();
-    this.host.rqTimeout++;
-    this.controller?.abort(new Error('upstream request timeout'));
-    if (this.ex.headersSent) { this.rec.flags = Flag.UpstreamRequestTimeout; this.ex.reset(); this.finish(); return; }
-    this.localReply(504, LocalBody.timeout, Flag.UpstreamRequestTimeout, 'upstream_response_timeout');
-  }
-
-  private downstreamClosed(): void {
-    if (this.done) return;
-    this.rec.flags = Flag.DownstreamConnectionTermination;
-    this.controller?.abort(new Error('downstream connection closed'));
-    this.finish();
-  }
-
-  private finish(): void {
-    this.done = true;
-    if (this.timer) clearTimeout(this.timer);
-    const host = this.host;
-    host.activeRequests--;
-    if (this.rec.status >= 500 || this.rec.status === 0 || this.rec.flags !== '-') host.rqError++; else host.rqSuccess++;
-    const cs = this.cluster.stats;
-    cs.rqActive.value--;
-    cs.rqCompleted.value++;
-    complete(this.rec, this.s);
-  }
-}
-
 /** Headers a proxy never forwards upstream besides the hop-by-hop ones. */
 const REQUEST_ONLY_HOP = ['expect', 'http2-settings', 'x-envoy-original-dst-host'];
 
@@ -344,8 +243,4 @@ function clear(h: Headers, name: string): void {
 
 function clearAll(h: Headers, names: readonly string[]): void {
   for (let i = 0; i < names.length; i++) if (h[names[i]] !== undefined) h[names[i]] = undefined;
-}
-
-function onTimeout(call: UpstreamCall): void {
-  call.timedOut();
 }

@@ -46,6 +46,7 @@ export class HttpConnectionManager {
       schemeOverwrite: config.schemeOverwrite,
       stats,
       localReply: config.localReply,
+      store,
       filters: config.httpFilters.map((f) => ({ name: f.name, filter: f.live({ store, statPrefix: config.statPrefix }) })),
       onComplete: logs.length ? (r: RequestRecord) => { for (const l of logs) l.log(r); } : undefined,
     };

@@ -1,0 +1,393 @@
+import type { OutgoingHttpHeaders, IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import { HOP_BY_HOP, type Exchange, type Headers } from './exchange.ts';
+import type { Route, VirtualHost } from './route-config.ts';
+import { sendLocalReply } from './local-reply.ts';
+import { Flag, LocalBody, type ResponseFlag } from './response-flags.ts';
+import type { RequestRecord } from './request-record.ts';
+import type { Cluster } from '../upstream/cluster.ts';
+import type { Host } from '../upstream/host.ts';
+import { backoffMs, retriableResponse, RetryOn, type RetryPolicy } from './retry-policy.ts';
+import { ReplayableBody } from './replay-body.ts';
+import { complete, type RouterSettings } from './router.ts';
+import { RetryStats } from './retry-stats.ts';
+
+const now = (): number => performance.now();
+
+/** What the router hands over once a request is planned: where it goes and with what head. */
+export interface CallPlan {
+  readonly ex: Exchange;
+  readonly s: RouterSettings;
+  readonly rec: RequestRecord;
+  readonly vhost: VirtualHost;
+  readonly route: Route;
+  readonly cluster: Cluster;
+  readonly host: Host;
+  readonly path: string;
+  readonly headers: Headers;
+  readonly timeoutMs: number;
+  readonly weightedResponseOps: { apply(h: Headers): void } | undefined;
+  readonly retry: RetryPolicy | undefined;
+  /** retry_on bits after x-envoy-retry-on / -grpc-on; numRetries after x-envoy-max-retries. */
+  readonly retryOn: number;
+  readonly numRetries: number;
+  readonly perTryTimeoutMs: number;
+  readonly attemptCountHeader: boolean;
+  readonly hashPick: ((exclude: readonly Host[]) => Host | undefined) | undefined;
+}
+
+type Failure = 'connect-failure' | 'reset' | 'refused-stream' | 'protocol' | 'timeout';
+
+function classify(err: Error): Failure {
+  const code = (err as { code?: string }).code ?? '';
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'ETIMEDOUT' || code === 'ERR_TLS_CERT_ALTNAME_INVALID' || code.startsWith('ERR_SSL') || code === 'DEPTH_ZERO_SELF_SIGNED_CERT' || code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' || code === 'SELF_SIGNED_CERT_IN_CHAIN') return 'connect-failure';
+  if (code === 'ERR_HTTP2_STREAM_ERROR' && /REFUSED_STREAM/.test(err.message)) return 'refused-stream';
+  if (code.startsWith('HPE_') || code === 'UND_ERR_INFO') return 'protocol';
+  return 'reset';
+}
+
+/**
+ * One downstream request going upstream, possibly over several attempts
+ * (retry_policy): the downstream response is committed to the first attempt
+ * whose answer is not retried, then streamed with backpressure.
+ */
+export class UpstreamRequest {
+  private readonly p: CallPlan;
+  private readonly stats: RetryStats;
+  private readonly body: ReplayableBody | undefined;
+  private readonly tried: Host[] = [];
+  private attempt: Attempt | undefined;
+  private attempts = 0;
+  private retriesLeft: number;
+  private retryHeld = false;
+  private globalTimer: NodeJS.Timeout | undefined;
+  private backoffTimer: NodeJS.Timeout | undefined;
+  private committed = false;
+  done = false;
+
+  constructor(p: CallPlan) {
+    this.p = p;
+    this.stats = RetryStats.of(p.cluster, p.s.store);
+    this.retriesLeft = p.retry ? p.numRetries : 0;
+    // A body is kept for replay only when a retry could need it.
+    this.body = p.ex.hasBody && this.retriesLeft > 0 ? new ReplayableBody(p.ex.body) : undefined;
+  }
+
+  start(): void {
+    const { p } = this;
+    if (p.timeoutMs > 0) this.globalTimer = setTimeout(globalTimeout, p.timeoutMs, this);
+    p.ex.watch(() => this.attempt?.resume(), () => this.downstreamClosed());
+    this.send(p.host);
+  }
+
+  private send(host: Host): void {
+    const { p } = this;
+    const body: Readable | null = !p.ex.hasBody ? null : this.body ? (this.body.reader() ?? null) : p.ex.body;
+    this.attempts++;
+    this.tried.push(host);
+    p.rec.upstreamHost = host.hostPort;
+    if (p.attemptCountHeader) p.headers['x-envoy-attempt-count'] = String(this.attempts);
+    const att = new Attempt(this, host, this.attempts);
+    this.attempt = att;
+    att.start(body);
+  }
+
+  // ---- decisions an attempt asks for ----
+
+  /** The attempt got its response head: retry it, or commit the downstream response to it. */
+  onHeaders(att: Attempt, status: number, headers: Headers): boolean {
+    if (this.done || att !== this.attempt) return false;
+    this.p.cluster.stats.codes.record(status);
+    countStatus(att.host, status);
+    const grpc = grpcStatusOf(headers);
+    if (this.canRetry() && retriableResponse(this.p.retry as RetryPolicy, this.p.retryOn, status, grpc, headers)) {
+      att.abandon(status);
+      this.scheduleRetry();
+      return false;
+    }
+    this.commit(att, status, headers);
+    return true;
+  }
+
+  onFailure(att: Attempt, err: Error, failure: Failure): void {
+    if (this.done || att !== this.attempt) return;
+    const on = this.p.retryOn;
+    const retriable = failure === 'connect-failure' ? (on & (RetryOn['connect-failure'] | RetryOn['5xx'] | RetryOn['gateway-error'] | RetryOn.reset)) !== 0
+      : failure === 'refused-stream' ? (on & (RetryOn['refused-stream'] | RetryOn.reset | RetryOn['5xx'])) !== 0
+      : failure === 'timeout' ? (on & (RetryOn['5xx'] | RetryOn['gateway-error'] | RetryOn.reset)) !== 0
+      : (on & (RetryOn.reset | RetryOn['5xx'])) !== 0 || ((on & RetryOn['reset-before-request']) !== 0 && !att.sentBody);
+    if (!this.p.ex.headersSent && retriable && this.canRetry()) { this.scheduleRetry(); return; }
+    this.fail(att, err, failure);
+  }
+
+  private canRetry(): boolean {
+    if (this.retriesLeft <= 0 || !this.p.retry) {
+      if (this.p.retry && this.attempts > 1) this.stats.limitExceeded.inc();
+      return false;
+    }
+    if (this.body && (!this.body.replayable || !this.body.complete)) return false;
+    const view = this.p.ex;
+    for (const h of this.p.retry.retriableRequestHeaders) if (!h(view)) return false;
+    // Circuit breaker: max_retries outstanding across the cluster.
+    if (!this.retryHeld && this.stats.activeRetries >= this.p.cluster.config.limits.maxRetries) {
+      this.stats.overflow.inc();
+      return false;
+    }
+    return true;
+  }
+
+  private scheduleRetry(): void {
+    this.retriesLeft--;
+    if (!this.retryHeld) { this.retryHeld = true; this.stats.activeRetries++; }
+    this.stats.retry.inc();
+    this.stats.backoff.inc();
+    this.attempt = undefined;
+    const delay = backoffMs(this.p.retry as RetryPolicy, this.attempts);
+    this.backoffTimer = setTimeout(retryNow, delay, this);
+  }
+
+  retryNow(): void {
+    this.backoffTimer = undefined;
+    if (this.done) return;
+    const host = this.pickRetryHost();
+    if (!host) { this.localReply(503, LocalBody.noHealthyUpstream, Flag.NoHealthyUpstream, 'no_healthy_upstream'); return; }
+    this.send(host);
+  }
+
+  /** previous_hosts: try up to host_selection_retry_max_attempts picks to avoid hosts already tried. */
+  private pickRetryHost(): Host | undefined {
+    const p = this.p;
+    const last = this.tried[this.tried.length - 1];
+    const tries = p.retry?.previousHosts ? Math.max(1, p.retry.hostSelectionMaxAttempts) : 1;
+    let host: Host | undefined;
+    for (let i = 0; i < tries; i++) {
+      host = p.hashPick ? p.hashPick(this.tried) : p.cluster.pick({ originalDst: p.ex.conn.originalDst, exclude: last });
+      if (!host || !p.retry?.previousHosts || !this.tried.includes(host)) break;
+    }
+    return host;
+  }
+
+  // ---- the committed response ----
+
+  private commit(att: Attempt, status: number, h: Headers): void {
+    this.committed = true;
+    const { p } = this;
+    const rec = p.rec;
+    rec.status = status;
+    rec.upstreamServiceTimeMs = Math.round(now() - rec.startMs);
+    for (let i = 0; i < HOP_BY_HOP.length; i++) if (h[HOP_BY_HOP[i]] !== undefined) h[HOP_BY_HOP[i]] = undefined;
+    if (p.s.serverName) h.server = p.s.serverName;
+    if (!p.s.suppressEnvoyHeaders) h['x-envoy-upstream-service-time'] = String(rec.upstreamServiceTimeMs);
+    if (p.attemptCountHeader) h['x-envoy-attempt-count'] = String(this.attempts);
+    p.weightedResponseOps?.apply(h);
+    p.route.responseHeaders.apply(h);
+    p.vhost.responseHeaders.apply(h);
+    p.s.routes.responseHeaders.apply(h);
+    rec.filters?.encodeHeaders(status, h);
+    rec.responseHeaders = h;
+    p.ex.respond(status, h as OutgoingHttpHeaders, false);
+    if (this.attempts > 1 && status < 500) this.stats.success.inc();
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.p.rec.bytesSent += chunk.length;
+    return this.p.ex.write(chunk);
+  }
+
+  onEnd(trailers: Headers | undefined): void {
+    if (this.done) return;
+    this.p.ex.end(trailers);
+    this.finish();
+  }
+
+  private fail(att: Attempt, err: Error, failure: Failure): void {
+    const code = (err as { code?: string }).code ?? '';
+    const cs = this.p.cluster.stats;
+    if (this.p.ex.headersSent) {
+      cs.rqReset.inc();
+      this.p.rec.flags = Flag.UpstreamRemoteReset;
+      this.p.ex.reset();
+      this.finish();
+      return;
+    }
+    let flag: ResponseFlag = Flag.UpstreamConnectionTermination;
+    let body: string = LocalBody.connectionTermination;
+    if (failure === 'connect-failure') {
+      flag = Flag.UpstreamConnectionFailure; body = LocalBody.connectFailure;
+      if (code === 'UND_ERR_CONNECT_TIMEOUT') cs.cxConnectTimeout.inc();
+    } else if (failure === 'timeout') {
+      this.perTryTimeoutReply();
+      return;
+    } else if (code === 'ECONNRESET' || code === 'ERR_HTTP2_STREAM_ERROR') {
+      flag = Flag.UpstreamRemoteReset; body = LocalBody.remoteReset; cs.rqReset.inc();
+    } else if (failure === 'protocol') {
+      flag = Flag.UpstreamProtocolError; body = LocalBody.protocolError;
+    }
+    att.host.rqError++;
+    this.localReply(503, body, flag, `upstream_reset_before_response_started{${code || err.message}}`);
+  }
+
+  private perTryTimeoutReply(): void {
+    this.localReply(504, LocalBody.timeout, Flag.UpstreamRequestTimeout, 'upstream_per_try_timeout');
+  }
+
+  private localReply(status: number, body: string, flag: ResponseFlag, details: string): void {
+    const rec = this.p.rec;
+    rec.status = status;
+    rec.flags = flag;
+    rec.details = details;
+    rec.bytesSent = sendLocalReply(rec, status, body, this.p.s);
+    this.finish();
+  }
+
+  timedOut(): void {
+    if (this.done) return;
+    const cs = this.p.cluster.stats;
+    cs.rqTimeout.inc();
+    if (this.attempt) { this.attempt.host.rqTimeout++; this.attempt.abandon(0); }
+    if (this.p.ex.headersSent) { this.p.rec.flags = Flag.UpstreamRequestTimeout; this.p.ex.reset(); this.finish(); return; }
+    this.localReply(504, LocalBody.timeout, Flag.UpstreamRequestTimeout, 'upstream_response_timeout');
+  }
+
+  private downstreamClosed(): void {
+    if (this.done) return;
+    this.p.rec.flags = Flag.DownstreamConnectionTermination;
+    this.attempt?.abandon(0);
+    this.finish();
+  }
+
+  private finish(): void {
+    if (this.done) return;
+    this.done = true;
+    if (this.globalTimer) clearTimeout(this.globalTimer);
+    if (this.backoffTimer) clearTimeout(this.backoffTimer);
+    if (this.retryHeld) { this.retryHeld = false; this.stats.activeRetries--; }
+    if (this.body) this.p.rec.bytesReceived = this.body.received;
+    this.attempt?.release();
+    complete(this.p.rec, this.p.s);
+  }
+
+  resume(): void { this.attempt?.resume(); }
+
+  get isCommitted(): boolean { return this.committed; }
+  get plan(): CallPlan { return this.p; }
+}
+
+function globalTimeout(r: UpstreamRequest): void { r.timedOut(); }
+
+/** Per-host rq_success / rq_error as /clusters shows them (5xx counts as an error). */
+function countStatus(host: Host, status: number): void {
+  if (status >= 500) host.rqError++; else host.rqSuccess++;
+}
+function retryNow(r: UpstreamRequest): void { r.retryNow(); }
+
+function grpcStatusOf(h: Headers): number {
+  const v = h['grpc-status'];
+  return typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : -1;
+}
+
+/** One try against one host: the undici-style dispatch handler. */
+class Attempt implements Dispatcher.DispatchHandler {
+  readonly host: Host;
+  private readonly parent: UpstreamRequest;
+  private readonly n: number;
+  private controller: Dispatcher.DispatchController | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private state: 'pending' | 'streaming' | 'over' = 'pending';
+  private released = false;
+  sentBody = false;
+
+  constructor(parent: UpstreamRequest, host: Host, n: number) {
+    this.parent = parent;
+    this.host = host;
+    this.n = n;
+  }
+
+  start(body: Readable | null): void {
+    const p = this.parent.plan;
+    const cs = p.cluster.stats;
+    cs.rqTotal.value++;
+    cs.rqActive.value++;
+    this.host.activeRequests++;
+    this.host.rqTotal++;
+    if (p.perTryTimeoutMs > 0) this.timer = setTimeout(perTryTimeout, p.perTryTimeoutMs, this);
+    const http2 = p.cluster.config.protocol === 'http2' || (p.cluster.config.protocol === 'downstream' && p.ex.protocol === 'HTTP/2');
+    p.cluster.httpPool(this.host, http2).dispatch({ path: p.path, method: p.ex.method, headers: p.headers, body }, this);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.state === 'over') controller.abort(new Error('attempt abandoned'));
+  }
+
+  onBodySent(chunk: Buffer): void {
+    this.sentBody = true;
+    // Without a replay buffer the first (only) attempt counts the bytes (BYTES_RECEIVED).
+    if (this.n === 1) this.parent.plan.rec.bytesReceived += chunk.length;
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
+    if (this.state !== 'pending') return;
+    this.clearTimer();
+    if (this.parent.onHeaders(this, status, headers as Headers)) this.state = 'streaming';
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.state !== 'streaming') return;
+    if (!this.parent.onData(chunk)) controller.pause();
+  }
+
+  onResponseEnd(_c: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
+    if (this.state !== 'streaming') return;
+    this.state = 'over';
+    this.release();
+    this.parent.onEnd(trailers && Object.keys(trailers).length ? trailers as Headers : undefined);
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
+    if (this.state === 'over') return;
+    this.state = 'over';
+    this.clearTimer();
+    this.release();
+    this.parent.onFailure(this, err, classify(err));
+  }
+
+  timedOut(): void {
+    if (this.state !== 'pending') return;
+    this.state = 'over';
+    this.parent.plan.cluster.stats.rqTimeout.inc();
+    this.host.rqTimeout++;
+    this.controller?.abort(new Error('per try timeout'));
+    this.release();
+    this.parent.onFailure(this, Object.assign(new Error('upstream per try timeout'), { code: 'UPSTREAM_PER_TRY_TIMEOUT' }), 'timeout');
+  }
+
+  /** Drop this attempt (retried response, timeout, downstream gone). */
+  abandon(status: number): void {
+    if (this.state === 'over') return;
+    this.state = 'over';
+    this.clearTimer();
+    this.controller?.abort(new Error('attempt abandoned'));
+    this.release();
+  }
+
+  resume(): void { this.controller?.resume(); }
+
+  /** Per-attempt accounting, exactly once. */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.clearTimer();
+    const cs = this.parent.plan.cluster.stats;
+    this.host.activeRequests--;
+    cs.rqActive.value--;
+    cs.rqCompleted.value++;
+  }
+
+  private clearTimer(): void {
+    if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
+  }
+}
+
+function perTryTimeout(a: Attempt): void { a.timedOut(); }
