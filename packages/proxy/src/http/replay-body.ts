@@ -53,6 +53,16 @@ export class ReplayableBody {
   /** Whether every byte has arrived (a retry with a partial body cannot be replayed). */
   get complete(): boolean { return this.ended; }
 
+  /** Runs `fn` once the whole body has arrived (now, if it already has). */
+  whenComplete(fn: () => void): void {
+    if (this.ended) fn(); else this.source.once('end', fn);
+  }
+
+  /** An independent copy of a complete body (mirrors): it never takes over backpressure. */
+  replay(): Readable {
+    return Readable.from(this.chunks.slice());
+  }
+
   resumeSource(reader: BodyReader): void {
     if (reader === this.current && this.source.isPaused() && !this.ended) this.source.resume();
   }

@@ -4,6 +4,7 @@ import { compileHeaderOps, NO_HEADER_OPS, type HeaderOps } from './header-ops.ts
 import { compileRouteMatch, compileRegex, type CompiledMatch, type RequestView } from './route-match.ts';
 import { compilePerFilterConfig, type PerFilterCompilers } from './per-filter-config.ts';
 import { compileRetryPolicy, type RetryPolicy } from './retry-policy.ts';
+import { compileMirrorPolicy, type MirrorPolicy } from './mirror.ts';
 
 export interface WeightedCluster { readonly name: string; readonly weight: number; readonly requestHeaders: HeaderOps; readonly responseHeaders: HeaderOps }
 
@@ -21,6 +22,7 @@ export interface ForwardAction {
   readonly idleTimeoutMs: number;
   readonly upgrades: ReadonlyMap<string, { enabled: boolean; terminateConnect: boolean }>;
   readonly retryPolicy: RetryPolicy | undefined;
+  readonly mirrors: readonly MirrorPolicy[];
 }
 
 export interface RedirectAction {
@@ -169,7 +171,7 @@ function compileRoute(m: Msg, filters: PerFilterCompilers | undefined): Route {
 }
 
 function compileForward(m: Msg): ForwardAction {
-  for (const f of ['hash_policy', 'request_mirror_policies', 'rate_limits', 'cors', 'hedge_policy', 'retry_policy_typed_config',
+  for (const f of ['hash_policy', 'rate_limits', 'cors', 'hedge_policy', 'retry_policy_typed_config',
     'max_stream_duration', 'metadata_match', 'cluster_specifier_plugin', 'inline_cluster_specifier_plugin', 'host_rewrite_header', 'host_rewrite_path_regex']) {
     if (m.has(f)) throw m.error(f, 'is not supported yet');
   }
@@ -201,6 +203,7 @@ function compileForward(m: Msg): ForwardAction {
     idleTimeoutMs: m.durationMs('idle_timeout', 0),
     upgrades,
     retryPolicy: m.has('retry_policy') ? compileRetryPolicy(m.requiredMsg('retry_policy')) : undefined,
+    mirrors: m.list('request_mirror_policies').map(compileMirrorPolicy),
   };
 }
 

@@ -8,6 +8,8 @@ import { RequestRecord } from './request-record.ts';
 import type { ClusterManager } from '../upstream/manager.ts';
 import type { Cluster } from '../upstream/cluster.ts';
 import { UpstreamRequest } from './upstream-call.ts';
+import { ReplayableBody } from './replay-body.ts';
+import { sendMirrors } from './mirror.ts';
 import { parseRetryOn, type RetryPolicy } from './retry-policy.ts';
 import type { StatsStore } from '../stats/store.ts';
 import type { Host } from '../upstream/host.ts';
@@ -184,6 +186,9 @@ function forward(ex: Exchange, s: RouterSettings, rec: RequestRecord, vhost: Vir
   }
   const policy = retry ?? (retryOn ? DEFAULT_RETRY : undefined);
   if (policy && retryOn && typeof hdrMax !== 'string' && !retry) numRetries = 1;
+  // The body is kept for replay only when a retry or a mirror could need it.
+  const body = ex.hasBody && ((policy && numRetries > 0) || a.mirrors.length) ? new ReplayableBody(ex.body) : undefined;
+  if (a.mirrors.length) sendMirrors(a.mirrors, s.clusters, ex, plan.path, h, body);
   new UpstreamRequest({
     ex, s, rec, vhost, route,
     cluster: plan.cluster, host: plan.host, path: plan.path, headers: h, timeoutMs: plan.timeoutMs,
@@ -191,6 +196,7 @@ function forward(ex: Exchange, s: RouterSettings, rec: RequestRecord, vhost: Vir
     retry: policy, retryOn, numRetries, perTryTimeoutMs: perTry,
     attemptCountHeader: vhost.includeAttemptCount,
     hashPick: undefined,
+    body,
   }).start();
 }
 

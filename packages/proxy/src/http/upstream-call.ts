@@ -9,7 +9,7 @@ import type { RequestRecord } from './request-record.ts';
 import type { Cluster } from '../upstream/cluster.ts';
 import type { Host } from '../upstream/host.ts';
 import { backoffMs, retriableResponse, RetryOn, type RetryPolicy } from './retry-policy.ts';
-import { ReplayableBody } from './replay-body.ts';
+import type { ReplayableBody } from './replay-body.ts';
 import { complete, type RouterSettings } from './router.ts';
 import { RetryStats } from './retry-stats.ts';
 
@@ -35,6 +35,8 @@ export interface CallPlan {
   readonly perTryTimeoutMs: number;
   readonly attemptCountHeader: boolean;
   readonly hashPick: ((exclude: readonly Host[]) => Host | undefined) | undefined;
+  /** The request body kept for replay (retries, mirrors), when there is one. */
+  readonly body: ReplayableBody | undefined;
 }
 
 type Failure = 'connect-failure' | 'reset' | 'refused-stream' | 'protocol' | 'timeout';
@@ -70,8 +72,7 @@ export class UpstreamRequest {
     this.p = p;
     this.stats = RetryStats.of(p.cluster, p.s.store);
     this.retriesLeft = p.retry ? p.numRetries : 0;
-    // A body is kept for replay only when a retry could need it.
-    this.body = p.ex.hasBody && this.retriesLeft > 0 ? new ReplayableBody(p.ex.body) : undefined;
+    this.body = p.body;
   }
 
   start(): void {
