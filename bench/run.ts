@@ -17,6 +17,7 @@ import {
 import { DEFAULT_SKUA_MAIN, REPO_ROOT } from './lib/targets.ts';
 import { runL4 } from './scenarios/l4.ts';
 import { runL7 } from './scenarios/l7.ts';
+import { ROUNDS as ROUTES_ROUNDS, routesChecks, runRoutes } from './scenarios/routes.ts';
 import { listMicroFiles, microMarkdown, microText, runMicro, type MicroResult } from './scenarios/micro.ts';
 import {
   ALL_SCENARIOS, ALL_TARGETS, DEFAULT_SCENARIOS,
@@ -26,7 +27,7 @@ import {
 const RESULTS_DIR = path.join(REPO_ROOT, 'bench/results');
 
 const USAGE = `usage: ./dev bench [options]   (node bench/run.ts)
-  --only l7,l4,micro        scenarios to run (default: l7,l4)
+  --only l7,l4,micro,routes scenarios to run (default: l7,l4; routes = 1 route vs 1,000 vhosts x 10 routes, skua only)
   --targets LIST            subset of direct,nginx,haproxy,skua (default: all)
   --duration SECONDS        measured wrk time per L7 target (default 10)
   --warmup SECONDS          unmeasured wrk time before each L7 measurement (default 2)
@@ -88,7 +89,7 @@ function parseOptions(argv: string[]): Options | undefined {
 function neededPackages(opts: Options): string[] {
   const pkgs: string[] = [];
   const has = (t: TargetName): boolean => opts.targets.includes(t);
-  if (opts.only.includes('l7')) pkgs.push('nginx', 'wrk');
+  if (opts.only.includes('l7') || opts.only.includes('routes')) pkgs.push('nginx', 'wrk');
   if (has('haproxy') && (opts.only.includes('l7') || opts.only.includes('l4'))) pkgs.push('haproxy');
   if (has('nginx') && opts.only.includes('l4')) pkgs.push('nginx', 'libnginx-mod-stream');
   return pkgs;
@@ -101,6 +102,7 @@ function budgetSeconds(opts: Options): number {
   if (opts.only.includes('l7')) s += n * (opts.warmup + opts.duration + 2 * 20 + 15);
   if (opts.only.includes('l4')) s += n * ((opts.l4Runs + 1) * 30 + 15);
   if (opts.only.includes('micro')) s += listMicroFiles().length * 120;
+  if (opts.only.includes('routes')) s += 60 + 2 * (opts.warmup + 20) + 2 * ROUTES_ROUNDS * (opts.duration + 20);
   return s;
 }
 
@@ -114,11 +116,12 @@ function environment(opts: Options): Record<string, string> {
   };
   const l7 = opts.only.includes('l7');
   const l4 = opts.only.includes('l4');
-  if (l7 || (l4 && opts.targets.includes('nginx'))) {
+  const routes = opts.only.includes('routes');
+  if (l7 || routes || (l4 && opts.targets.includes('nginx'))) {
     env.nginx = versionOf(systemBinary('nginx'), ['-v']).replace(/^nginx version: /, '');
   }
   if ((l7 || l4) && opts.targets.includes('haproxy')) env.haproxy = versionOf(systemBinary('haproxy'), ['-v']);
-  if (l7) env.wrk = versionOf(systemBinary('wrk'), ['-v']).replace(/ Copyright.*/, '');
+  if (l7 || routes) env.wrk = versionOf(systemBinary('wrk'), ['-v']).replace(/ Copyright.*/, '');
   return env;
 }
 
@@ -152,7 +155,7 @@ function installExitHandlers(budget: number): void {
 function printScenario(res: ScenarioResult): void {
   process.stdout.write(`\n== ${res.scenario}: ${res.title} ==\n${textTable(res)}\n`);
   const skua = res.rows.find((r) => r.target === 'skua');
-  if (!skua) return;
+  if (!skua || res.scenario === 'routes') return;
   const parts = (['nginx', 'haproxy'] as const).map((b) => {
     const r = ratio(res, skua, b);
     return `skua/${b} ${r === undefined ? '–' : r.toFixed(2)}`;
@@ -163,6 +166,7 @@ function printScenario(res: ScenarioResult): void {
 async function runScenario(s: Scenario, opts: Options): Promise<ScenarioResult | MicroResult> {
   if (s === 'l7') return runL7(opts, tmpDir);
   if (s === 'l4') return runL4(opts, tmpDir);
+  if (s === 'routes') return runRoutes(opts, tmpDir);
   return runMicro();
 }
 
@@ -189,7 +193,7 @@ async function main(): Promise<number> {
   }
   await cleanup();
 
-  const checks = checkAcceptance(results);
+  const checks = [...checkAcceptance(results), ...routesChecks(results)];
   const files = results.map((r) => writeJson(RESULTS_DIR, r, env, checks));
   for (const r of results) printScenario(r);
   for (const m of micro.filter((x) => x.rows.length > 0)) {

@@ -91,8 +91,8 @@ describe('--mode validate', { timeout: 60_000, concurrency: 3 }, () => {
   test('unsupported behaviour-changing fields are refused, not ignored', async () => {
     const r1 = await validate(bootstrap([], [cluster('c', [2], { extra: { lb_policy: 'MAGLEV' } })]));
     assertConfigError(r1, /static_resources\.clusters\[0\]\.lb_policy/, /MAGLEV/);
-    const r2 = await validate(bootstrap([], [cluster('c', [2], { extra: { outlier_detection: {} } })]));
-    assertConfigError(r2, /static_resources\.clusters\[0\]\.outlier_detection/);
+    const r2 = await validate(bootstrap([], [cluster('c', [2], { extra: { health_checks: [{ timeout: '1s' }] } })]));
+    assertConfigError(r2, /static_resources\.clusters\[0\]\.health_checks/);
     const r3 = await validate({ ...good(), dynamic_resources: { ads_config: {} } });
     assertConfigError(r3, /dynamic_resources/);
   });

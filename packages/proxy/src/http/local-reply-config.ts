@@ -85,7 +85,7 @@ export function rewriteLocalReply(cfg: LocalReplyConfig, rec: RequestRecord, sta
     if (!mapper.filter(rec)) continue;
     if (mapper.status) status = mapper.status;
     if (mapper.body !== undefined) body = mapper.body;
-    mapper.headers.apply(headers as Record<string, string | string[] | undefined>);
+    mapper.headers.apply(headers as Record<string, string | string[] | undefined>, rec);
     if (mapper.bodyFormat) format = mapper.bodyFormat;
     break;
   }

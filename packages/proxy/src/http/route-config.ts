@@ -23,6 +23,8 @@ export interface ForwardAction {
   readonly upgrades: ReadonlyMap<string, { enabled: boolean; terminateConnect: boolean }>;
   readonly retryPolicy: RetryPolicy | undefined;
   readonly mirrors: readonly MirrorPolicy[];
+  /** grpc-timeout handling: cap in ms (0 = no cap), offset subtracted; undefined = header ignored. */
+  readonly grpcTimeout: { readonly maxMs: number; readonly offsetMs: number } | undefined;
 }
 
 export interface RedirectAction {
@@ -172,7 +174,7 @@ function compileRoute(m: Msg, filters: PerFilterCompilers | undefined): Route {
 
 function compileForward(m: Msg): ForwardAction {
   for (const f of ['hash_policy', 'rate_limits', 'cors', 'hedge_policy', 'retry_policy_typed_config',
-    'max_stream_duration', 'metadata_match', 'cluster_specifier_plugin', 'inline_cluster_specifier_plugin', 'host_rewrite_header', 'host_rewrite_path_regex']) {
+    'metadata_match', 'cluster_specifier_plugin', 'inline_cluster_specifier_plugin', 'host_rewrite_header', 'host_rewrite_path_regex']) {
     if (m.has(f)) throw m.error(f, 'is not supported yet');
   }
   const weighted = (m.msg('weighted_clusters')?.list('clusters') ?? []).map((c) => ({
@@ -204,7 +206,19 @@ function compileForward(m: Msg): ForwardAction {
     upgrades,
     retryPolicy: m.has('retry_policy') ? compileRetryPolicy(m.requiredMsg('retry_policy')) : undefined,
     mirrors: m.list('request_mirror_policies').map(compileMirrorPolicy),
+    grpcTimeout: readGrpcTimeout(m),
   };
+}
+
+/** max_stream_duration.grpc_timeout_header_max / _offset (or the older max_grpc_timeout / grpc_timeout_offset). */
+function readGrpcTimeout(m: Msg): ForwardAction['grpcTimeout'] {
+  const msd = m.msg('max_stream_duration');
+  if (msd?.has('max_stream_duration')) throw msd.error('max_stream_duration', 'is not supported yet');
+  if (msd?.has('grpc_timeout_header_max')) {
+    return { maxMs: msd.durationMs('grpc_timeout_header_max', 0), offsetMs: msd.durationMs('grpc_timeout_header_offset', 0) };
+  }
+  if (m.has('max_grpc_timeout')) return { maxMs: m.durationMs('max_grpc_timeout', 0), offsetMs: m.durationMs('grpc_timeout_offset', 0) };
+  return undefined;
 }
 
 function compileRedirect(m: Msg): RedirectAction {

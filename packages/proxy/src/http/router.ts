@@ -60,19 +60,19 @@ function dispatch(ex: Exchange, s: RouterSettings, rec: RequestRecord, matched: 
   const action = route.action;
   if (action.kind === 'direct') {
     rec.flags = Flag.DirectResponse;
-    return finishLocal(rec, s, action.status, action.body, Flag.None, 'direct_response', responseOps(s, vhost, route));
+    return finishLocal(rec, s, action.status, action.body, Flag.None, 'direct_response', responseOps(s, rec, vhost, route));
   }
   if (action.kind === 'redirect') {
-    return finishLocal(rec, s, action.status, undefined, Flag.None, 'redirect', { ...responseOps(s, vhost, route), location: redirectLocation(ex, action, route) });
+    return finishLocal(rec, s, action.status, undefined, Flag.None, 'redirect', { ...responseOps(s, rec, vhost, route), location: redirectLocation(ex, action, route) });
   }
   forward(ex, s, rec, vhost, route, action);
 }
 
-function responseOps(s: RouterSettings, vhost: VirtualHost, route: Route): OutgoingHttpHeaders {
+function responseOps(s: RouterSettings, rec: RequestRecord, vhost: VirtualHost, route: Route): OutgoingHttpHeaders {
   const h: Headers = {};
-  route.responseHeaders.apply(h);
-  vhost.responseHeaders.apply(h);
-  s.routes.responseHeaders.apply(h);
+  route.responseHeaders.apply(h, rec);
+  vhost.responseHeaders.apply(h, rec);
+  s.routes.responseHeaders.apply(h, rec);
   return h as OutgoingHttpHeaders;
 }
 
@@ -137,11 +137,6 @@ export function planForward(ex: Exchange, s: RouterSettings, rec: RequestRecord,
   if (!cluster) { finishLocal(rec, s, 503, undefined, Flag.NoClusterFound, 'cluster_not_found'); return undefined; }
   rec.upstreamCluster = cluster.config.name;
   const cstats = cluster.stats;
-  if (cstats.rqActive.value >= cluster.config.limits.maxRequests) {
-    cstats.rqPendingOverflow.inc();
-    finishLocal(rec, s, 503, LocalBody.overflow, Flag.UpstreamOverflow, 'upstream_reset_before_response_started{overflow}');
-    return undefined;
-  }
   const host = cluster.pick({ originalDst: ex.conn.originalDst, originalDstHeader: ex.headers['x-envoy-original-dst-host'] as string | undefined });
   if (!host) {
     cstats.cxNone.inc();
@@ -159,11 +154,16 @@ export function planForward(ex: Exchange, s: RouterSettings, rec: RequestRecord,
   }
   if (path !== ex.path && !s.suppressEnvoyHeaders) headers['x-envoy-original-path'] = ex.path;
   let timeoutMs = a.timeoutMs;
+  const grpcTimeout = a.grpcTimeout ? parseGrpcTimeout(ex.headers['grpc-timeout']) : -1;
+  if (grpcTimeout >= 0 && a.grpcTimeout) {
+    timeoutMs = a.grpcTimeout.maxMs > 0 ? Math.min(grpcTimeout, a.grpcTimeout.maxMs) : grpcTimeout;
+    if (a.grpcTimeout.offsetMs && timeoutMs > a.grpcTimeout.offsetMs) timeoutMs -= a.grpcTimeout.offsetMs;
+  }
   const override = ex.headers['x-envoy-upstream-rq-timeout-ms'];
   if (typeof override === 'string' && /^\d+$/.test(override)) timeoutMs = Number(override);
   if (override !== undefined) headers['x-envoy-upstream-rq-timeout-ms'] = undefined;
   if (timeoutMs > 0 && !s.suppressEnvoyHeaders) headers['x-envoy-expected-rq-timeout-ms'] = String(timeoutMs);
-  if (picked.weightedIndex >= 0) a.weighted[picked.weightedIndex].requestHeaders.apply(headers);
+  if (picked.weightedIndex >= 0) a.weighted[picked.weightedIndex].requestHeaders.apply(headers, rec);
   return { cluster, host, headers, path, timeoutMs, weightedIndex: picked.weightedIndex };
 }
 
@@ -230,9 +230,9 @@ function upstreamHeaders(ex: Exchange, s: RouterSettings, rec: RequestRecord, vh
     h['x-request-id'] = rid;
   }
   rec.requestId = rid ?? '';
-  route.requestHeaders.apply(h);
-  vhost.requestHeaders.apply(h);
-  s.routes.requestHeaders.apply(h);
+  route.requestHeaders.apply(h, rec);
+  vhost.requestHeaders.apply(h, rec);
+  s.routes.requestHeaders.apply(h, rec);
   return h;
 }
 
@@ -249,4 +249,13 @@ function clear(h: Headers, name: string): void {
 
 function clearAll(h: Headers, names: readonly string[]): void {
   for (let i = 0; i < names.length; i++) if (h[names[i]] !== undefined) h[names[i]] = undefined;
+}
+
+const GRPC_UNITS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
+
+/** grpc-timeout (`<up to 8 digits><H|M|S|m|u|n>`) in ms, -1 when absent or malformed. */
+export function parseGrpcTimeout(v: string | string[] | undefined): number {
+  if (typeof v !== 'string') return -1;
+  const m = /^(\d{1,8})([HMSmun])$/.exec(v);
+  return m ? Math.ceil(Number(m[1]) * GRPC_UNITS[m[2]]) : -1;
 }

@@ -6,7 +6,7 @@ import type { Route, VirtualHost } from './route-config.ts';
 import { sendLocalReply } from './local-reply.ts';
 import { Flag, LocalBody, type ResponseFlag } from './response-flags.ts';
 import type { RequestRecord } from './request-record.ts';
-import type { Cluster } from '../upstream/cluster.ts';
+import { isOverflow, UPSTREAM_OVERFLOW, UpstreamResult, type Cluster } from '../upstream/cluster.ts';
 import type { Host } from '../upstream/host.ts';
 import { backoffMs, retriableResponse, RetryOn, type RetryPolicy } from './retry-policy.ts';
 import type { ReplayableBody } from './replay-body.ts';
@@ -27,7 +27,7 @@ export interface CallPlan {
   readonly path: string;
   readonly headers: Headers;
   readonly timeoutMs: number;
-  readonly weightedResponseOps: { apply(h: Headers): void } | undefined;
+  readonly weightedResponseOps: { apply(h: Headers, ctx?: RequestRecord): void } | undefined;
   readonly retry: RetryPolicy | undefined;
   /** retry_on bits after x-envoy-retry-on / -grpc-on; numRetries after x-envoy-max-retries. */
   readonly retryOn: number;
@@ -39,9 +39,13 @@ export interface CallPlan {
   readonly body: ReplayableBody | undefined;
 }
 
-type Failure = 'connect-failure' | 'reset' | 'refused-stream' | 'protocol' | 'timeout';
+type Failure = 'connect-failure' | 'reset' | 'refused-stream' | 'protocol' | 'timeout' | 'overflow';
+
+/** Envoy sets this on replies to requests a circuit breaker dropped. */
+const OVERLOADED = { 'x-envoy-overloaded': 'true' };
 
 function classify(err: Error): Failure {
+  if (isOverflow(err)) return 'overflow';
   const code = (err as { code?: string }).code ?? '';
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'ETIMEDOUT' || code === 'ERR_TLS_CERT_ALTNAME_INVALID' || code.startsWith('ERR_SSL') || code === 'DEPTH_ZERO_SELF_SIGNED_CERT' || code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' || code === 'SELF_SIGNED_CERT_IN_CHAIN') return 'connect-failure';
   if (code === 'ERR_HTTP2_STREAM_ERROR' && /REFUSED_STREAM/.test(err.message)) return 'refused-stream';
@@ -102,7 +106,7 @@ export class UpstreamRequest {
     this.p.cluster.stats.codes.record(status);
     countStatus(att.host, status);
     const grpc = grpcStatusOf(headers);
-    if (this.canRetry() && retriableResponse(this.p.retry as RetryPolicy, this.p.retryOn, status, grpc, headers)) {
+    if (this.p.retry && retriableResponse(this.p.retry, this.p.retryOn, status, grpc, headers) && this.canRetry()) {
       att.abandon(status);
       this.scheduleRetry();
       return false;
@@ -113,6 +117,7 @@ export class UpstreamRequest {
 
   onFailure(att: Attempt, err: Error, failure: Failure): void {
     if (this.done || att !== this.attempt) return;
+    if (failure === 'overflow') { this.fail(att, err, failure); return; }
     const on = this.p.retryOn;
     const retriable = failure === 'connect-failure' ? (on & (RetryOn['connect-failure'] | RetryOn['5xx'] | RetryOn['gateway-error'] | RetryOn.reset)) !== 0
       : failure === 'refused-stream' ? (on & (RetryOn['refused-stream'] | RetryOn.reset | RetryOn['5xx'])) !== 0
@@ -131,16 +136,16 @@ export class UpstreamRequest {
     const view = this.p.ex;
     for (const h of this.p.retry.retriableRequestHeaders) if (!h(view)) return false;
     // Circuit breaker: max_retries outstanding across the cluster.
-    if (!this.retryHeld && this.stats.activeRetries >= this.p.cluster.config.limits.maxRetries) {
-      this.stats.overflow.inc();
-      return false;
+    if (!this.retryHeld) {
+      if (!this.p.cluster.tryAcquireRetry()) return false;
+      this.retryHeld = true;
     }
     return true;
   }
 
   private scheduleRetry(): void {
     this.retriesLeft--;
-    if (!this.retryHeld) { this.retryHeld = true; this.stats.activeRetries++; }
+    this.retryHeld = true;
     this.stats.retry.inc();
     this.stats.backoff.inc();
     this.attempt = undefined;
@@ -181,10 +186,10 @@ export class UpstreamRequest {
     if (p.s.serverName) h.server = p.s.serverName;
     if (!p.s.suppressEnvoyHeaders) h['x-envoy-upstream-service-time'] = String(rec.upstreamServiceTimeMs);
     if (p.attemptCountHeader) h['x-envoy-attempt-count'] = String(this.attempts);
-    p.weightedResponseOps?.apply(h);
-    p.route.responseHeaders.apply(h);
-    p.vhost.responseHeaders.apply(h);
-    p.s.routes.responseHeaders.apply(h);
+    p.weightedResponseOps?.apply(h, rec);
+    p.route.responseHeaders.apply(h, rec);
+    p.vhost.responseHeaders.apply(h, rec);
+    p.s.routes.responseHeaders.apply(h, rec);
     rec.filters?.encodeHeaders(status, h);
     rec.responseHeaders = h;
     p.ex.respond(status, h as OutgoingHttpHeaders, false);
@@ -220,6 +225,9 @@ export class UpstreamRequest {
     } else if (failure === 'timeout') {
       this.perTryTimeoutReply();
       return;
+    } else if (failure === 'overflow') {
+      this.localReply(503, LocalBody.overflow, Flag.UpstreamOverflow, 'upstream_reset_before_response_started{overflow}', this.p.s.suppressEnvoyHeaders ? undefined : OVERLOADED);
+      return;
     } else if (code === 'ECONNRESET' || code === 'ERR_HTTP2_STREAM_ERROR') {
       flag = Flag.UpstreamRemoteReset; body = LocalBody.remoteReset; cs.rqReset.inc();
     } else if (failure === 'protocol') {
@@ -233,12 +241,12 @@ export class UpstreamRequest {
     this.localReply(504, LocalBody.timeout, Flag.UpstreamRequestTimeout, 'upstream_per_try_timeout');
   }
 
-  private localReply(status: number, body: string, flag: ResponseFlag, details: string): void {
+  private localReply(status: number, body: string, flag: ResponseFlag, details: string, headers?: OutgoingHttpHeaders): void {
     const rec = this.p.rec;
     rec.status = status;
     rec.flags = flag;
     rec.details = details;
-    rec.bytesSent = sendLocalReply(rec, status, body, this.p.s);
+    rec.bytesSent = sendLocalReply(rec, status, body, this.p.s, headers);
     this.finish();
   }
 
@@ -246,7 +254,12 @@ export class UpstreamRequest {
     if (this.done) return;
     const cs = this.p.cluster.stats;
     cs.rqTimeout.inc();
-    if (this.attempt) { this.attempt.host.rqTimeout++; this.attempt.abandon(0); }
+    if (this.attempt) {
+      this.attempt.host.rqTimeout++;
+      // Envoy reports the timeout to outlier detection only for an attempt still awaiting its head.
+      if (!this.committed) this.p.cluster.recordResult(this.attempt.host, UpstreamResult.Timeout);
+      this.attempt.abandon(0);
+    }
     if (this.p.ex.headersSent) { this.p.rec.flags = Flag.UpstreamRequestTimeout; this.p.ex.reset(); this.finish(); return; }
     this.localReply(504, LocalBody.timeout, Flag.UpstreamRequestTimeout, 'upstream_response_timeout');
   }
@@ -263,7 +276,7 @@ export class UpstreamRequest {
     this.done = true;
     if (this.globalTimer) clearTimeout(this.globalTimer);
     if (this.backoffTimer) clearTimeout(this.backoffTimer);
-    if (this.retryHeld) { this.retryHeld = false; this.stats.activeRetries--; }
+    if (this.retryHeld) { this.retryHeld = false; this.p.cluster.releaseRetry(); }
     if (this.body) this.p.rec.bytesReceived = this.body.received;
     this.attempt?.release();
     complete(this.p.rec, this.p.s);
@@ -307,6 +320,13 @@ class Attempt implements Dispatcher.DispatchHandler {
 
   start(body: Readable | null): void {
     const p = this.parent.plan;
+    if (!p.cluster.tryAcquireRequest()) {
+      // max_requests: nothing was taken, so nothing to release.
+      this.state = 'over';
+      this.released = true;
+      this.parent.onFailure(this, Object.assign(new Error('max_requests circuit breaker open'), { code: UPSTREAM_OVERFLOW }), 'overflow');
+      return;
+    }
     const cs = p.cluster.stats;
     cs.rqTotal.value++;
     cs.rqActive.value++;
@@ -331,6 +351,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
     if (this.state !== 'pending') return;
     this.clearTimer();
+    this.parent.plan.cluster.recordResult(this.host, status);
     if (this.parent.onHeaders(this, status, headers as Headers)) this.state = 'streaming';
   }
 
@@ -351,7 +372,9 @@ class Attempt implements Dispatcher.DispatchHandler {
     this.state = 'over';
     this.clearTimer();
     this.release();
-    this.parent.onFailure(this, err, classify(err));
+    const failure = classify(err);
+    if (failure !== 'overflow') this.parent.plan.cluster.recordResult(this.host, failure === 'connect-failure' ? UpstreamResult.ConnectFailed : UpstreamResult.Reset);
+    this.parent.onFailure(this, err, failure);
   }
 
   timedOut(): void {
@@ -359,6 +382,7 @@ class Attempt implements Dispatcher.DispatchHandler {
     this.state = 'over';
     this.parent.plan.cluster.stats.rqTimeout.inc();
     this.host.rqTimeout++;
+    this.parent.plan.cluster.recordResult(this.host, UpstreamResult.Timeout);
     this.controller?.abort(new Error('per try timeout'));
     this.release();
     this.parent.onFailure(this, Object.assign(new Error('upstream per try timeout'), { code: 'UPSTREAM_PER_TRY_TIMEOUT' }), 'timeout');
@@ -384,6 +408,7 @@ class Attempt implements Dispatcher.DispatchHandler {
     this.host.activeRequests--;
     cs.rqActive.value--;
     cs.rqCompleted.value++;
+    this.parent.plan.cluster.releaseRequest();
   }
 
   private clearTimer(): void {

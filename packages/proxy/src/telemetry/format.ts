@@ -11,21 +11,42 @@ export const DEFAULT_FORMAT =
 
 type Part = string | ((e: LogEntry) => string);
 export type Formatter = (e: LogEntry) => string;
+/** One command operator compiled: its raw value (undefined or '' when there is none). */
+export type CommandFn = (e: LogEntry) => string | number | undefined;
 
 const dash = (v: string | number | undefined): string => (v === undefined || v === '' ? '-' : String(v));
 
-function reqHeader(e: LogEntry, name: string): string | undefined {
-  return e.requestHeader(name);
-}
-
-function headerCommand(kind: 'REQ' | 'RESP', arg: string, path: string): (e: LogEntry) => string | undefined {
-  const [main, alt] = arg.toLowerCase().split('?');
+/** `X?Y` of %REQ(X?Y)% / %RESP(X?Y)%: the header names, lower-cased. */
+export function headerCommandNames(kind: string, arg: string, path: string): { main: string; alt: string | undefined } {
+  const q = arg.indexOf('?');
+  const main = (q < 0 ? arg : arg.slice(0, q)).trim().toLowerCase();
+  const alt = q < 0 ? undefined : arg.slice(q + 1).trim().toLowerCase() || undefined;
   if (!main) throw new ConfigError(path, `%${kind}()% needs a header name`);
-  const get = kind === 'REQ' ? reqHeader : (e: LogEntry, n: string) => e.responseHeader(n);
-  return alt ? (e) => get(e, main) ?? get(e, alt) : (e) => get(e, main);
+  return { main, alt };
 }
 
-const SIMPLE: Record<string, (e: LogEntry) => string | number | undefined> = {
+function headerCommand(kind: 'REQ' | 'RESP', arg: string, path: string): CommandFn {
+  const { main, alt } = headerCommandNames(kind, arg, path);
+  if (kind === 'REQ') return alt ? (e) => e.requestHeader(main) ?? e.requestHeader(alt) : (e) => e.requestHeader(main);
+  return alt ? (e) => e.responseHeader(main) ?? e.responseHeader(alt) : (e) => e.responseHeader(main);
+}
+
+/** The host part of `host:port` / `[v6]:port`. */
+export function hostWithoutPort(hostPort: string): string {
+  if (hostPort.charCodeAt(0) === 91 /* [ */) { const end = hostPort.indexOf(']'); return end < 0 ? hostPort : hostPort.slice(1, end); }
+  const colon = hostPort.lastIndexOf(':');
+  return colon < 0 || hostPort.indexOf(':') !== colon ? hostPort : hostPort.slice(0, colon);
+}
+
+function portOf(hostPort: string): string | undefined {
+  const colon = hostPort.lastIndexOf(':');
+  if (colon < 0 || (hostPort.charCodeAt(0) !== 91 && hostPort.indexOf(':') !== colon)) return undefined;
+  return hostPort.slice(colon + 1) || undefined;
+}
+
+const HOSTNAME = hostname();
+
+const SIMPLE: Record<string, CommandFn> = {
   START_TIME: (e) => new Date(e.startTime).toISOString(),
   PROTOCOL: (e) => e.protocol,
   RESPONSE_CODE: (e) => e.status,
@@ -35,41 +56,139 @@ const SIMPLE: Record<string, (e: LogEntry) => string | number | undefined> = {
   BYTES_SENT: (e) => e.bytesSent,
   DURATION: (e) => Math.floor(e.durationMs),
   UPSTREAM_HOST: (e) => e.upstreamHost,
+  UPSTREAM_REMOTE_ADDRESS: (e) => e.upstreamHost,
+  UPSTREAM_REMOTE_ADDRESS_WITHOUT_PORT: (e) => (e.upstreamHost ? hostWithoutPort(e.upstreamHost) : undefined),
+  UPSTREAM_REMOTE_PORT: (e) => portOf(e.upstreamHost),
   UPSTREAM_CLUSTER: (e) => e.upstreamCluster,
   ROUTE_NAME: (e) => e.routeName,
   UPSTREAM_TRANSPORT_FAILURE_REASON: () => undefined,
   DOWNSTREAM_REMOTE_ADDRESS: (e) => formatHostPort(e.conn.remoteAddress, e.conn.remotePort),
   DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT: (e) => e.conn.remoteAddress,
+  DOWNSTREAM_REMOTE_PORT: (e) => e.conn.remotePort,
   DOWNSTREAM_DIRECT_REMOTE_ADDRESS: (e) => formatHostPort(e.conn.remoteAddress, e.conn.remotePort),
+  DOWNSTREAM_DIRECT_REMOTE_ADDRESS_WITHOUT_PORT: (e) => e.conn.remoteAddress,
   DOWNSTREAM_LOCAL_ADDRESS: (e) => formatHostPort(e.conn.localAddress, e.conn.localPort),
   DOWNSTREAM_LOCAL_ADDRESS_WITHOUT_PORT: (e) => e.conn.localAddress,
+  DOWNSTREAM_LOCAL_PORT: (e) => e.conn.localPort,
   REQUESTED_SERVER_NAME: (e) => e.conn.serverName,
   CONNECTION_ID: (e) => e.conn.id,
-  HOSTNAME: () => hostname(),
+  HOSTNAME: () => HOSTNAME,
   LOCAL_REPLY_BODY: (e) => e.localReplyBody,
 };
 
-const COMMAND = /%([A-Z_]+)(?:\(([^)]*)\))?(?::(\d+))?%/g;
+/**
+ * A command operator compiled once, or undefined when Skua does not know it (each caller
+ * words its own error). %REQ%/%RESP% read through the entry; %START_TIME(fmt)% takes a
+ * strftime-style format.
+ */
+export function compileCommand(command: string, arg: string | undefined, path: string): CommandFn | undefined {
+  if (command === 'REQ' || command === 'RESP') return headerCommand(command, arg ?? '', path);
+  if (command === 'START_TIME' && arg) {
+    const f = compileTimeFormat(arg, path);
+    return (e) => f(e.startTime);
+  }
+  return SIMPLE[command];
+}
+
+/** One piece of a format string: literal text (with %% already unescaped) or a command operator. */
+export type FormatToken = string | { readonly command: string; readonly arg: string | undefined; readonly maxLength: number };
+
+const COMMAND_AT = /%([A-Z0-9_]+)(?:\(([^)]*)\))?(?::(\d+))?%/y;
+
+/**
+ * Envoy's substitution format grammar: `%%` is a literal percent sign, every other `%` must start a
+ * `%COMMAND%`, `%COMMAND(arg)%` or `%COMMAND(arg):N%` (Envoy refuses a stray `%` the same way).
+ */
+export function parseFormatString(format: string, path: string): FormatToken[] {
+  const out: FormatToken[] = [];
+  let literal = '';
+  let pos = 0;
+  while (pos < format.length) {
+    const pct = format.indexOf('%', pos);
+    if (pct < 0) { literal += format.slice(pos); break; }
+    if (pct > pos) literal += format.slice(pos, pct);
+    if (format.charCodeAt(pct + 1) === 37) { literal += '%'; pos = pct + 2; continue; }
+    COMMAND_AT.lastIndex = pct;
+    const m = COMMAND_AT.exec(format);
+    if (!m) throw new ConfigError(path, `invalid format ${JSON.stringify(format)}: no %COMMAND% at position ${pct} (write %% for a literal percent sign)`);
+    if (literal) { out.push(literal); literal = ''; }
+    out.push({ command: m[1], arg: m[2], maxLength: m[3] ? Number(m[3]) : 0 });
+    pos = COMMAND_AT.lastIndex;
+  }
+  if (literal) out.push(literal);
+  return out;
+}
 
 /** Compiles an Envoy format string once into a list of literal and command parts. */
 export function compileFormat(format: string, path: string): Formatter {
   const parts: Part[] = [];
-  let last = 0;
-  for (const m of format.matchAll(COMMAND)) {
-    if (m.index > last) parts.push(format.slice(last, m.index));
-    last = m.index + m[0].length;
-    const [, cmd, arg, max] = m;
-    let fn: (e: LogEntry) => string | number | undefined;
-    if (cmd === 'REQ' || cmd === 'RESP') fn = headerCommand(cmd, arg ?? '', path);
-    else if (SIMPLE[cmd]) fn = SIMPLE[cmd];
-    else throw new ConfigError(path, `unsupported access log command %${cmd}%`);
-    const limit = max ? Number(max) : 0;
+  for (const t of parseFormatString(format, path)) {
+    if (typeof t === 'string') { parts.push(t); continue; }
+    const fn = compileCommand(t.command, t.arg, path);
+    if (!fn) throw new ConfigError(path, `unsupported access log command %${t.command}%`);
+    const limit = t.maxLength;
     parts.push(limit ? (e) => dash(fn(e)).slice(0, limit) : (e) => dash(fn(e)));
   }
-  if (last < format.length) parts.push(format.slice(last).replace(/%%/g, '%'));
   return (e) => {
     let out = '';
     for (let i = 0; i < parts.length; i++) { const p = parts[i]; out += typeof p === 'string' ? p : p(e); }
+    return out;
+  };
+}
+
+const pad = (n: number, w: number): string => String(n).padStart(w, '0');
+
+/**
+ * %START_TIME(...)%'s format: the strftime subset Envoy users write (UTC), plus Envoy's
+ * %f / %<N>f (fractional seconds) and %E<N>S (seconds with N fractional digits). Skua keeps
+ * milliseconds, so digits past the third are zeros.
+ */
+export function compileTimeFormat(spec: string, path: string): (ms: number) => string {
+  type TimePart = string | ((d: Date, ms: number) => string);
+  const parts: TimePart[] = [];
+  const frac = (d: Date, n: number): string => (pad(d.getUTCMilliseconds(), 3) + '000000').slice(0, n);
+  for (let i = 0; i < spec.length; i++) {
+    const c = spec[i];
+    if (c !== '%') { parts.push(c); continue; }
+    const d = spec[++i];
+    switch (d) {
+      case 'Y': parts.push((t) => pad(t.getUTCFullYear(), 4)); break;
+      case 'y': parts.push((t) => pad(t.getUTCFullYear() % 100, 2)); break;
+      case 'm': parts.push((t) => pad(t.getUTCMonth() + 1, 2)); break;
+      case 'd': parts.push((t) => pad(t.getUTCDate(), 2)); break;
+      case 'H': parts.push((t) => pad(t.getUTCHours(), 2)); break;
+      case 'M': parts.push((t) => pad(t.getUTCMinutes(), 2)); break;
+      case 'S': parts.push((t) => pad(t.getUTCSeconds(), 2)); break;
+      case 'F': parts.push((t) => `${pad(t.getUTCFullYear(), 4)}-${pad(t.getUTCMonth() + 1, 2)}-${pad(t.getUTCDate(), 2)}`); break;
+      case 'T': parts.push((t) => `${pad(t.getUTCHours(), 2)}:${pad(t.getUTCMinutes(), 2)}:${pad(t.getUTCSeconds(), 2)}`); break;
+      case 's': parts.push((_t, ms) => String(Math.floor(ms / 1000))); break;
+      case 'z': parts.push('+0000'); break;
+      case 'Z': parts.push('UTC'); break;
+      case 'f': parts.push((t) => frac(t, 9)); break;
+      case '%': parts.push('%'); break;
+      case 'E': {
+        const m = /^(\d)S/.exec(spec.slice(i + 1));
+        if (!m) throw new ConfigError(path, `unsupported time format %E${spec.slice(i + 1, i + 3)} in ${JSON.stringify(spec)}`);
+        const n = Number(m[1]);
+        parts.push((t) => pad(t.getUTCSeconds(), 2) + (n ? '.' + frac(t, n) : ''));
+        i += 2;
+        break;
+      }
+      default: {
+        if (d !== undefined && d >= '1' && d <= '9' && spec[i + 1] === 'f') {
+          const n = Number(d);
+          parts.push((t) => frac(t, n));
+          i++;
+          break;
+        }
+        throw new ConfigError(path, `unsupported time format %${d ?? ''} in ${JSON.stringify(spec)}`);
+      }
+    }
+  }
+  return (ms) => {
+    const t = new Date(ms);
+    let out = '';
+    for (let i = 0; i < parts.length; i++) { const p = parts[i]; out += typeof p === 'string' ? p : p(t, ms); }
     return out;
   };
 }

@@ -1,6 +1,7 @@
 import type { Msg } from '../config/fields.ts';
 import { readAddress, type SocketAddress } from '../config/address.ts';
 import { compileUpstreamTls, UPSTREAM_TLS, type UpstreamTls } from '../tls/context.ts';
+import { compileOutlierDetection, type OutlierConfig } from './outlier.ts';
 
 const HTTP_PROTOCOL_OPTIONS = 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
 const HTTP_PROTOCOL_OPTIONS_URL = 'type.googleapis.com/' + HTTP_PROTOCOL_OPTIONS;
@@ -13,7 +14,7 @@ const DNS_FAMILIES = ['AUTO', 'V4_ONLY', 'V6_ONLY', 'V4_PREFERRED', 'ALL'] as co
 const HEALTH = ['UNKNOWN', 'HEALTHY', 'UNHEALTHY', 'DRAINING', 'TIMEOUT', 'DEGRADED'] as const;
 
 /** Behaviour-changing cluster fields that are not built yet: refuse rather than silently ignore. */
-const NOT_YET = ['health_checks', 'outlier_detection', 'lb_subset_config', 'ring_hash_lb_config', 'maglev_lb_config',
+const NOT_YET = ['health_checks', 'lb_subset_config', 'ring_hash_lb_config', 'maglev_lb_config',
   'cluster_type', 'load_balancing_policy', 'upstream_bind_config', 'transport_socket_matches', 'eds_cluster_config'];
 
 export type UpstreamProtocol = 'http1' | 'http2' | 'downstream';
@@ -28,11 +29,14 @@ export interface EndpointConfig {
   readonly zone: string;
 }
 
+/** One priority's circuit_breakers.thresholds entry (Envoy's defaults: 1024 / 1024 / 1024 / 3). */
 export interface CircuitBreakerLimits {
   readonly maxConnections: number;
   readonly maxPendingRequests: number;
   readonly maxRequests: number;
   readonly maxRetries: number;
+  /** track_remaining: publish the remaining_* gauges. */
+  readonly trackRemaining: boolean;
 }
 
 /** One immutable compiled Cluster. */
@@ -49,7 +53,13 @@ export interface ClusterConfig {
   readonly maxRequestsPerConnection: number;
   readonly maxConcurrentStreams: number;
   readonly tls: UpstreamTls | undefined;
+  /** circuit_breakers DEFAULT priority (the one every route uses). */
   readonly limits: CircuitBreakerLimits;
+  /** circuit_breakers HIGH priority: compiled and published as stats; no route selects it yet. */
+  readonly limitsHigh: CircuitBreakerLimits;
+  /** circuit_breakers.per_host_thresholds max_connections (unlimited when unset). */
+  readonly perHostMaxConnections: number;
+  readonly outlier: OutlierConfig | undefined;
   /** ORIGINAL_DST: take the destination from `x-envoy-original-dst-host`. */
   readonly useHttpHeader: boolean;
   /** common_lb_config.healthy_panic_threshold, percent. */
@@ -69,7 +79,8 @@ export function compileCluster(m: Msg): ClusterConfig {
   if (type === 'ORIGINAL_DST' && m.has('load_assignment')) throw m.error('load_assignment', 'ORIGINAL_DST clusters take no endpoints');
 
   const protocol = readProtocol(m);
-  const cb = m.msg('circuit_breakers')?.list('thresholds').find((t) => t.str('priority', 'DEFAULT') === 'DEFAULT');
+  const breakers = readCircuitBreakers(m);
+  const od = m.msg('outlier_detection');
   const odc = m.msg('original_dst_lb_config');
   return {
     name,
@@ -84,17 +95,57 @@ export function compileCluster(m: Msg): ClusterConfig {
     maxRequestsPerConnection: protocol.maxRequestsPerConnection,
     maxConcurrentStreams: protocol.maxConcurrentStreams,
     tls: readTransportSocket(m),
-    limits: {
-      maxConnections: cb?.num('max_connections', 1024) ?? 1024,
-      maxPendingRequests: cb?.num('max_pending_requests', 1024) ?? 1024,
-      maxRequests: cb?.num('max_requests', 1024) ?? 1024,
-      maxRetries: cb?.num('max_retries', 3) ?? 3,
-    },
+    limits: breakers.normal,
+    limitsHigh: breakers.high,
+    perHostMaxConnections: breakers.perHostMaxConnections,
+    outlier: od ? compileOutlierDetection(od) : undefined,
     useHttpHeader: odc?.bool('use_http_header') ?? false,
     panicThreshold: readPanicThreshold(m),
     originalDstCleanupMs: m.durationMs('cleanup_interval', 5000),
     source: m.raw,
   };
+}
+
+const PRIORITIES = ['DEFAULT', 'HIGH'] as const;
+const THRESHOLD_FIELDS = ['priority', 'max_connections', 'max_pending_requests', 'max_requests', 'max_retries', 'track_remaining'];
+
+function readLimits(t: Msg | undefined): CircuitBreakerLimits {
+  if (t) {
+    if (t.has('retry_budget')) throw t.error('retry_budget', 'retry budgets are not supported yet; use max_retries');
+    if (t.has('max_connection_pools')) throw t.error('max_connection_pools', 'is not supported yet');
+    t.onlyFields(THRESHOLD_FIELDS);
+  }
+  return {
+    maxConnections: t?.num('max_connections', 1024) ?? 1024,
+    maxPendingRequests: t?.num('max_pending_requests', 1024) ?? 1024,
+    maxRequests: t?.num('max_requests', 1024) ?? 1024,
+    maxRetries: t?.num('max_retries', 3) ?? 3,
+    trackRemaining: t?.bool('track_remaining') ?? false,
+  };
+}
+
+/** circuit_breakers: one thresholds entry per priority (a repeated priority is an error, as in Envoy). */
+function readCircuitBreakers(m: Msg): { normal: CircuitBreakerLimits; high: CircuitBreakerLimits; perHostMaxConnections: number } {
+  const cb = m.msg('circuit_breakers');
+  let normal: Msg | undefined, high: Msg | undefined;
+  let perHostMaxConnections = Infinity;
+  if (cb) {
+    cb.onlyFields(['thresholds', 'per_host_thresholds']);
+    for (const t of cb.list('thresholds')) {
+      const p = t.enumOf('priority', PRIORITIES);
+      if ((p === 'DEFAULT' ? normal : high) !== undefined) throw t.error('priority', `${p} is given twice`);
+      if (p === 'DEFAULT') normal = t; else high = t;
+    }
+    const perHost = cb.list('per_host_thresholds');
+    if (perHost.length > 1) throw cb.error('per_host_thresholds', 'only one (DEFAULT priority) entry is supported');
+    for (const t of perHost) {
+      // Envoy reads only max_connections from per-host thresholds.
+      t.onlyFields(['priority', 'max_connections', 'track_remaining']);
+      if (t.enumOf('priority', PRIORITIES) !== 'DEFAULT') throw t.error('priority', 'only DEFAULT per-host thresholds are supported');
+      perHostMaxConnections = t.num('max_connections', Infinity);
+    }
+  }
+  return { normal: readLimits(normal), high: readLimits(high), perHostMaxConnections };
 }
 
 function readEndpoints(m: Msg, type: ClusterConfig['type']): EndpointConfig[] {

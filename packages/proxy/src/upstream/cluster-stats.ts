@@ -6,6 +6,12 @@ export class ClusterStats {
   readonly rqActive: Gauge;
   readonly rqTimeout: Counter;
   readonly rqPendingOverflow: Counter;
+  readonly rqPendingTotal: Counter;
+  readonly rqPendingActive: Gauge;
+  readonly rqPendingFailureEject: Counter;
+  readonly rqCancelled: Counter;
+  readonly rqRetryOverflow: Counter;
+  readonly cxOverflow: Counter;
   readonly rqCompleted: Counter;
   readonly cxTotal: Counter;
   readonly cxActive: Gauge;
@@ -26,6 +32,12 @@ export class ClusterStats {
     this.rqActive = p.gauge('upstream_rq_active');
     this.rqTimeout = p.counter('upstream_rq_timeout');
     this.rqPendingOverflow = p.counter('upstream_rq_pending_overflow');
+    this.rqPendingTotal = p.counter('upstream_rq_pending_total');
+    this.rqPendingActive = p.gauge('upstream_rq_pending_active');
+    this.rqPendingFailureEject = p.counter('upstream_rq_pending_failure_eject');
+    this.rqCancelled = p.counter('upstream_rq_cancelled');
+    this.rqRetryOverflow = p.counter('upstream_rq_retry_overflow');
+    this.cxOverflow = p.counter('upstream_cx_overflow');
     this.rqCompleted = p.counter('upstream_rq_completed');
     this.rqReset = p.counter('upstream_rq_rx_reset');
     this.cxTotal = p.counter('upstream_cx_total');

@@ -1,6 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { Pool, type Dispatcher } from 'undici';
+import { Duplex, PassThrough, type Readable } from 'node:stream';
 import type { IncomingHttpHeaders } from 'node:http';
 import { H1Pool, type UpstreamRequest } from './h1-pool.ts';
 import { upstreamTlsOptions } from '../tls/upstream-connect.ts';
@@ -8,6 +9,8 @@ import type { ClusterConfig } from './cluster-config.ts';
 import { Host } from './host.ts';
 import { HostSet, type LbPolicy } from './lb.ts';
 import { ClusterStats } from './cluster-stats.ts';
+import { CircuitBreakers } from './circuit-breaker.ts';
+import { OutlierDetector, OutlierStats, type UpstreamResultCode } from './outlier.ts';
 import type { StatsStore } from '../stats/store.ts';
 import { log } from '../core/log.ts';
 
@@ -26,6 +29,12 @@ export interface PickContext {
 export class Cluster {
   readonly config: ClusterConfig;
   readonly stats: ClusterStats;
+  /** circuit_breakers, DEFAULT priority: what every request is held to. */
+  readonly breakers: CircuitBreakers;
+  /** circuit_breakers, HIGH priority: published as stats only (no route selects HIGH yet). */
+  readonly breakersHigh: CircuitBreakers;
+  /** outlier_detection, when configured. */
+  readonly outlier: OutlierDetector | undefined;
   hostSet: HostSet;
   private readonly byKey = new Map<string, Host>();
   private refreshTimer: NodeJS.Timeout | undefined;
@@ -36,6 +45,12 @@ export class Cluster {
   constructor(config: ClusterConfig, store: StatsStore) {
     this.config = config;
     this.stats = new ClusterStats(store, config.name);
+    this.breakers = new CircuitBreakers(config.limits, store, config.name, 'default');
+    this.breakersHigh = new CircuitBreakers(config.limitsHigh, store, config.name, 'high');
+    if (config.outlier) {
+      this.outlier = new OutlierDetector(config.outlier, new OutlierStats(store, config.name), { onChange: () => this.updateHealthyGauge() });
+      this.outlier.start();
+    }
     this.hostSet = new HostSet([], this.lbPolicy());
     if (config.type === 'STATIC') {
       this.setHosts(config.endpoints.map((e) => new Host(e.address.address, e.address.port, {
@@ -63,7 +78,7 @@ export class Cluster {
       const existing = this.byKey.get(key);
       const host = existing ?? h;
       if (!existing) this.byKey.set(key, h);
-      host.healthy = h.healthy;
+      host.edsHealthy = h.edsHealthy;
       keep.add(host);
       next.push(host);
     }
@@ -71,8 +86,58 @@ export class Cluster {
       if (!keep.has(host)) { this.byKey.delete(key); host.closePools(); }
     }
     this.hostSet = new HostSet(next, this.lbPolicy(), this.config.panicThreshold);
+    this.outlier?.setHosts(next);
     this.stats.membershipTotal.set(next.length);
-    this.stats.membershipHealthy.set(next.filter((h) => h.healthy).length);
+    this.updateHealthyGauge();
+  }
+
+  /** membership_healthy counts hosts neither EDS-unhealthy nor ejected. */
+  private updateHealthyGauge(): void {
+    let n = 0;
+    for (const h of this.hostSet.hosts) if (h.healthy) n++;
+    this.stats.membershipHealthy.set(n);
+  }
+
+  // ---- what the router calls (circuit breakers, outlier detection) ----
+
+  /**
+   * max_requests: call before dispatching each attempt. False means the breaker is
+   * open (upstream_rq_pending_overflow counted): answer 503, flag UO, `x-envoy-overloaded: true`.
+   * True must be paired with one releaseRequest() when the attempt ends, however it ends.
+   */
+  tryAcquireRequest(): boolean {
+    const r = this.breakers.requests;
+    if (r.count >= r.max) { this.stats.rqPendingOverflow.value++; return false; }
+    r.inc();
+    return true;
+  }
+
+  releaseRequest(): void {
+    this.breakers.requests.dec();
+  }
+
+  /**
+   * max_retries: call before scheduling a retry. False means the breaker is open
+   * (upstream_rq_retry_overflow counted): do not retry, answer with what the attempt got.
+   * True must be paired with one releaseRetry() when the retry attempt ends.
+   */
+  tryAcquireRetry(): boolean {
+    const r = this.breakers.retries;
+    if (r.count >= r.max) { this.stats.rqRetryOverflow.value++; return false; }
+    r.inc();
+    return true;
+  }
+
+  releaseRetry(): void {
+    this.breakers.retries.dec();
+  }
+
+  /**
+   * Outlier detection input, once per attempt: the response status when the head
+   * arrives, else UpstreamResult.ConnectFailed / Reset / Timeout. A no-op without outlier_detection.
+   */
+  recordResult(host: Host, result: UpstreamResultCode): void {
+    if (this.outlier !== undefined) this.outlier.record(host, result);
   }
 
   /** STRICT_DNS: every address of every name is a host. LOGICAL_DNS: the first address only. */
@@ -124,6 +189,7 @@ export class Cluster {
       host = new Host(address, port);
       this.byKey.set(key, host);
       this.hostSet = new HostSet([...this.byKey.values()], 'ROUND_ROBIN');
+      this.outlier?.setHosts(this.hostSet.hosts);
       this.stats.membershipTotal.set(this.byKey.size);
     }
     host.lastUsed = Date.now();
@@ -136,6 +202,7 @@ export class Cluster {
       if (host.lastUsed < cutoff && host.activeRequests === 0) { this.byKey.delete(key); host.closePools(); }
     }
     this.hostSet = new HostSet([...this.byKey.values()], 'ROUND_ROBIN');
+    this.outlier?.setHosts(this.hostSet.hosts);
     this.stats.membershipTotal.set(this.byKey.size);
   }
 
@@ -160,8 +227,10 @@ export class Cluster {
       tls: cfg.tls,
       connectTimeoutMs: cfg.connectTimeoutMs,
       idleTimeoutMs: cfg.idleTimeoutMs,
-      maxConnections: cfg.limits.maxConnections,
+      maxConnections: cfg.perHostMaxConnections,
       maxRequestsPerConnection: cfg.maxRequestsPerConnection,
+      breakers: this.breakers,
+      stats,
       onConnect: () => { stats.cxTotal.value++; stats.cxActive.value++; host.cxTotal++; host.cxActive++; },
       onDisconnect: () => { stats.cxActive.value--; host.cxActive--; },
       onConnectFail: () => { stats.cxConnectFail.value++; host.cxConnectFail++; },
@@ -172,8 +241,10 @@ export class Cluster {
     const cfg = this.config;
     const tls = cfg.tls;
     const origin = `${tls ? 'https' : 'http'}://${host.hostPort}`;
+    const breakers = this.breakers;
     const pool = new Pool(origin, {
-      connections: cfg.limits.maxConnections,
+      // undici cannot share a connection budget across hosts: cap each host at the cluster's limit.
+      connections: Math.min(cfg.limits.maxConnections, cfg.perHostMaxConnections),
       pipelining: 1,
       connectTimeout: cfg.connectTimeoutMs,
       keepAliveTimeout: cfg.idleTimeoutMs,
@@ -188,8 +259,8 @@ export class Cluster {
       h2Options: { maxConcurrentStreams: Math.min(cfg.maxConcurrentStreams, 1000), connectionWindowSize: 16 << 20, settings: { initialWindowSize: 4 << 20 } },
       connect: tls ? upstreamTlsOptions(tls, ['h2']) : undefined,
     });
-    pool.on('connect', () => { this.stats.cxTotal.inc(); this.stats.cxActive.inc(); host.cxTotal++; host.cxActive++; });
-    pool.on('disconnect', () => { this.stats.cxActive.dec(); host.cxActive--; });
+    pool.on('connect', () => { this.stats.cxTotal.inc(); this.stats.cxActive.inc(); host.cxTotal++; host.cxActive++; breakers.connections.inc(); });
+    pool.on('disconnect', () => { this.stats.cxActive.dec(); host.cxActive--; breakers.connections.dec(); });
     pool.on('connectionError', () => { this.stats.cxConnectFail.inc(); host.cxConnectFail++; });
     return pool;
   }
@@ -197,6 +268,9 @@ export class Cluster {
   close(): void {
     this.closed = true;
     if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    this.outlier?.stop();
+    this.breakers.detach();
+    this.breakersHigh.detach();
     for (const h of this.byKey.values()) h.closePools();
   }
 }
@@ -211,7 +285,10 @@ class UndiciDispatcher implements UpstreamDispatcher {
   private readonly pool: Pool;
   constructor(pool: Pool) { this.pool = pool; }
   dispatch(req: UpstreamRequest, handler: Dispatcher.DispatchHandler): boolean {
-    return this.pool.dispatch({ path: req.path, method: req.method, headers: req.headers as IncomingHttpHeaders, body: req.body }, handler);
+    // undici drops the bytes of a body that is itself a duplex HTTP/2 stream (measured: empty upstream body);
+    // a PassThrough in between carries them, with backpressure.
+    const body = req.body && isDuplex(req.body) ? req.body.pipe(new PassThrough()) : req.body;
+    return this.pool.dispatch({ path: req.path, method: req.method, headers: req.headers as IncomingHttpHeaders, body }, handler);
   }
   close(): void { void this.pool.close(); }
 }
@@ -220,4 +297,11 @@ function parseHostPort(v: string): { address: string; port: number } | undefined
   const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(v.trim());
   if (!m || !isIP(m[1])) return undefined;
   return { address: m[1], port: Number(m[2]) };
+}
+
+export { UpstreamResult } from './outlier.ts';
+export { isOverflow, UPSTREAM_OVERFLOW } from './h1-pool.ts';
+
+function isDuplex(r: Readable): boolean {
+  return r instanceof Duplex;
 }

@@ -5,6 +5,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { ChunkedDecoder, findHeadEnd, parseHead, serializeHeaders, type Head, type Headers } from '../http/h1/parse.ts';
 import type { UpstreamTls } from '../tls/context.ts';
 import { connectUpstreamTls } from '../tls/upstream-connect.ts';
+import type { CircuitBreakers } from './circuit-breaker.ts';
+import type { ClusterStats } from './cluster-stats.ts';
 
 export interface H1PoolOptions {
   readonly address: string;
@@ -12,8 +14,12 @@ export interface H1PoolOptions {
   readonly tls: UpstreamTls | undefined;
   readonly connectTimeoutMs: number;
   readonly idleTimeoutMs: number;
+  /** per_host_thresholds max_connections (Infinity when unset). */
   readonly maxConnections: number;
   readonly maxRequestsPerConnection: number;
+  /** The cluster's breakers: max_connections is cluster-wide, max_pending_requests too. */
+  readonly breakers: CircuitBreakers;
+  readonly stats: ClusterStats;
   readonly onConnect: () => void;
   readonly onDisconnect: () => void;
   readonly onConnectFail: () => void;
@@ -34,20 +40,35 @@ function upstreamError(code: string, message: string): Error {
   return Object.assign(new Error(message), { code });
 }
 
+/**
+ * The error code a dispatch fails with when the cluster's circuit breaker refused it
+ * (max_pending_requests): the router answers 503 with flag UO and `x-envoy-overloaded`.
+ */
+export const UPSTREAM_OVERFLOW = 'UPSTREAM_OVERFLOW';
+
+/** Whether an upstream error is a circuit-breaker overflow (not the host's fault: no retry, no outlier report). */
+export function isOverflow(err: Error): boolean {
+  return (err as { code?: string }).code === UPSTREAM_OVERFLOW;
+}
+
 /** One in-flight request: also the controller the handler pauses and aborts. */
 class Call implements Dispatcher.DispatchController {
   readonly req: UpstreamRequest;
   readonly handler: Handler;
+  readonly pool: H1Pool;
   conn: H1ClientConnection | undefined;
+  /** Waiting for a connection (queued, or bound to one still connecting): counts against max_pending_requests. */
+  pending = false;
   aborted = false;
   paused = false;
   reason: Error | null = null;
   /** A fresh connection may retry once when a reused one was closed under us before any reply byte. */
   retried = false;
 
-  constructor(req: UpstreamRequest, handler: Handler) {
+  constructor(req: UpstreamRequest, handler: Handler, pool: H1Pool) {
     this.req = req;
     this.handler = handler;
+    this.pool = pool;
   }
   pause(): void { this.paused = true; this.conn?.socket.pause(); }
   resume(): void { this.paused = false; this.conn?.resumeReading(); }
@@ -55,14 +76,18 @@ class Call implements Dispatcher.DispatchController {
     if (this.aborted) return;
     this.aborted = true;
     this.reason = reason;
+    if (this.pending) { this.pool.settlePending(this); this.pool.opts.stats.rqCancelled.value++; }
     this.conn?.socket.destroy();
   }
 }
 
 /**
  * HTTP/1.1 connection pool for one upstream host, written for the proxy's hot
- * path: idle connections are reused LIFO, requests beyond max_connections wait
- * in a FIFO queue, responses are parsed straight off the socket.
+ * path: idle connections are reused LIFO, responses are parsed straight off the
+ * socket. A request with no idle connection is pending (Envoy's term) until a
+ * connection is ready for it: it opens one if the cluster's max_connections
+ * budget allows (a host with no connection always gets one, as in Envoy), else
+ * waits in a FIFO queue; beyond max_pending_requests it fails with UPSTREAM_OVERFLOW.
  */
 export class H1Pool {
   readonly opts: H1PoolOptions;
@@ -77,7 +102,7 @@ export class H1Pool {
   }
 
   dispatch(req: UpstreamRequest, handler: Handler): boolean {
-    const call = new Call(req, handler);
+    const call = new Call(req, handler, this);
     handler.onRequestStart?.(call, {});
     if (call.aborted) return false;
     this.assign(call);
@@ -87,22 +112,68 @@ export class H1Pool {
   private assign(call: Call): void {
     const conn = this.idle.pop();
     if (conn) return conn.start(call);
-    if (this.connections < this.opts.maxConnections) return this.open(call);
+    const o = this.opts;
+    if (!o.breakers.pending.canCreate()) {
+      o.stats.rqPendingOverflow.value++;
+      process.nextTick(failOverflow, call);
+      return;
+    }
+    call.pending = true;
+    o.breakers.pending.inc();
+    o.stats.rqPendingTotal.value++;
+    o.stats.rqPendingActive.value++;
+    if (this.canOpen()) return this.open(call);
     this.queue.push(call);
+  }
+
+  /**
+   * max_connections (cluster-wide) and the per-host limit. Over budget, upstream_cx_overflow
+   * counts, but a pool with no connection at all still opens one, so its queue always drains.
+   */
+  private canOpen(): boolean {
+    const o = this.opts;
+    if (this.connections < o.maxConnections && o.breakers.connections.canCreate()) return true;
+    o.stats.cxOverflow.value++;
+    return this.connections === 0;
   }
 
   private open(call: Call): void {
     this.connections++;
+    this.opts.breakers.connections.inc();
     new H1ClientConnection(this, call);
+  }
+
+  /** A pending call got its connection, failed, or was cancelled: it no longer counts as pending. */
+  settlePending(call: Call): void {
+    if (!call.pending) return;
+    call.pending = false;
+    this.opts.breakers.pending.dec();
+    this.opts.stats.rqPendingActive.value--;
+  }
+
+  /** The first queued call not aborted, left in the queue. */
+  private peekQueued(): Call | undefined {
+    while (this.queueHead < this.queue.length) {
+      const next = this.queue[this.queueHead];
+      if (!next.aborted) return next;
+      this.shiftQueued();
+    }
+    return undefined;
+  }
+
+  private shiftQueued(): void {
+    this.queue[this.queueHead++] = undefined as unknown as Call;
+    if (this.queueHead === this.queue.length) { this.queue.length = 0; this.queueHead = 0; }
+    else if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) { this.queue.splice(0, this.queueHead); this.queueHead = 0; }
   }
 
   /** A connection is free: give it the next queued request or park it. */
   release(conn: H1ClientConnection): void {
-    while (this.queueHead < this.queue.length) {
-      const next = this.queue[this.queueHead];
-      this.queue[this.queueHead++] = undefined as unknown as Call;
-      if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) { this.queue.splice(0, this.queueHead); this.queueHead = 0; }
-      if (!next.aborted) return conn.start(next);
+    const next = this.peekQueued();
+    if (next) {
+      this.shiftQueued();
+      this.settlePending(next);
+      return conn.start(next);
     }
     if (this.closed) { conn.socket.end(); return; }
     this.idle.push(conn);
@@ -110,20 +181,19 @@ export class H1Pool {
 
   removed(conn: H1ClientConnection): void {
     this.connections--;
+    this.opts.breakers.connections.dec();
     const i = this.idle.indexOf(conn);
     if (i >= 0) this.idle.splice(i, 1);
     // A queued request can use the slot.
-    if (this.queueHead < this.queue.length && this.connections < this.opts.maxConnections && !this.closed) {
-      const next = this.queue[this.queueHead];
-      this.queue[this.queueHead++] = undefined as unknown as Call;
-      if (!next.aborted) this.open(next);
-    }
+    const next = this.peekQueued();
+    if (next && this.canOpen()) { this.shiftQueued(); this.open(next); }
   }
 
-  /** Retry `call` on a brand-new connection (stale keep-alive race). */
+  /** Retry `call` on a brand-new connection (stale keep-alive race); it was admitted already, so no budget check. */
   retryFresh(call: Call): void {
     call.retried = true;
     this.connections++;
+    this.opts.breakers.connections.inc();
     new H1ClientConnection(this, call);
   }
 
@@ -165,7 +235,8 @@ class H1ClientConnection {
       this.connected = true;
       socket.setTimeout(0);
       o.onConnect();
-      if (this.call) this.send(this.call);
+      const call = this.call;
+      if (call) { pool.settlePending(call); this.send(call); }
     });
     socket.on('timeout', () => this.fail(upstreamError(this.connected ? 'UND_ERR_SOCKET' : 'UND_ERR_CONNECT_TIMEOUT', this.connected ? 'idle timeout' : 'connect timeout')));
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
@@ -277,6 +348,7 @@ class H1ClientConnection {
     const call = this.call;
     this.call = undefined;
     if (!call || call.aborted) return;
+    if (call.pending) { this.pool.settlePending(call); this.pool.opts.stats.rqPendingFailureEject.value++; }
     if (this.untilClose && this.head && (err as { code?: string }).code === 'UND_ERR_SOCKET') {
       // A close-delimited body ends with the connection.
       this.head = undefined;
@@ -290,6 +362,10 @@ class H1ClientConnection {
     }
     call.handler.onResponseError?.(call, err);
   }
+}
+
+function failOverflow(call: Call): void {
+  if (!call.aborted) call.handler.onResponseError?.(call, upstreamError(UPSTREAM_OVERFLOW, 'upstream pending requests overflow (max_pending_requests)'));
 }
 
 /** Streams a request body with backpressure (chunked framing when the length is unknown). */

@@ -1,4 +1,5 @@
 import { formatHostPort } from '../config/address.ts';
+import type { HostOutlier } from './outlier.ts';
 
 let healthEpoch = 0;
 
@@ -16,6 +17,9 @@ export class Host {
   readonly zone: string;
   readonly hostPort: string;
   private isHealthy: boolean;
+  private isEjected = false;
+  /** Outlier detection state (only in clusters that configure it). */
+  outlier: HostOutlier | undefined;
   activeRequests = 0;
   /** Per-host counters, as Envoy's /clusters reports them. */
   rqTotal = 0;
@@ -43,12 +47,30 @@ export class Host {
     this.hostPort = formatHostPort(address, port);
   }
 
-  get healthy(): boolean { return this.isHealthy; }
+  /**
+   * Whether load balancing may use the host: EDS-healthy and not ejected by outlier
+   * detection (Envoy's coarse health). Assigning sets the EDS health.
+   */
+  get healthy(): boolean { return this.isHealthy && !this.isEjected; }
 
   /** Any health change bumps `healthEpoch`, so host sets recompute who is eligible on their next pick. */
-  set healthy(v: boolean) {
+  set healthy(v: boolean) { this.edsHealthy = v; }
+
+  /** The health EDS (or the static config) gave the host. */
+  get edsHealthy(): boolean { return this.isHealthy; }
+
+  set edsHealthy(v: boolean) {
     if (v === this.isHealthy) return;
     this.isHealthy = v;
+    healthEpoch++;
+  }
+
+  /** Ejected by outlier detection (health flag FAILED_OUTLIER_CHECK). */
+  get ejected(): boolean { return this.isEjected; }
+
+  set ejected(v: boolean) {
+    if (v === this.isEjected) return;
+    this.isEjected = v;
     healthEpoch++;
   }
 

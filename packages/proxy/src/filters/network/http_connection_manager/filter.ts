@@ -115,11 +115,12 @@ export class HttpConnectionManager {
     this.sockets.add(socket);
     socket.once('close', () => { stats.cxActive.dec(); this.sockets.delete(socket); });
     const codec = this.config.codec;
-    if (codec === 'HTTP2' || conn.alpn === 'h2') return this.toH2(socket, conn);
+    if (conn.alpn === 'h2') return this.toH2(socket, conn);
     if (codec === 'HTTP1' || conn.alpn === 'http/1.1') return this.toH1(socket, conn);
     peek(socket, (b) => sniffHttp(b) !== '', 15_000, (bytes) => {
       if (socket.destroyed) return;
-      if (sniffHttp(bytes) === 'h2c') this.toH2(socket, conn); else this.toH1(socket, conn);
+      // codec HTTP2 without the preface still goes to the HTTP/2 codec, which refuses it as Envoy's does.
+      if (codec === 'HTTP2' || sniffHttp(bytes) === 'h2c') this.toH2(socket, conn); else this.toH1(socket, conn);
     });
   }
 
@@ -130,13 +131,17 @@ export class HttpConnectionManager {
     socket.once('close', () => this.h1Connections.delete(c));
   }
 
+  /**
+   * Plain sockets arrive here after a peek (read, paused, bytes put back): node's session drains
+   * the buffered bytes and then reads the handle itself. Never resume() it: the JS side would
+   * then race the session for the bytes.
+   */
   private toH2(socket: Socket, conn: ConnInfo): void {
     this.settings.stats.cxHttp2Total.inc();
     this.pendingConn = conn;
     // A server-side TLSSocket we wrapped ourselves never emits 'secureConnect', which node's HTTP/2
     // session waits for while `secureConnecting` is set; the handshake is already done here.
     if (conn.tls) (socket as Socket & { secureConnecting?: boolean }).secureConnecting = false;
-    // No resume(): node's HTTP/2 session drains bytes already buffered (a sniffed preface) and then reads the handle itself.
     this.h2.emit('connection', socket);
   }
 
