@@ -89,8 +89,8 @@ describe('--mode validate', { timeout: 60_000, concurrency: 3 }, () => {
   });
 
   test('unsupported behaviour-changing fields are refused, not ignored', async () => {
-    const r1 = await validate(bootstrap([], [cluster('c', [2], { extra: { lb_policy: 'MAGLEV' } })]));
-    assertConfigError(r1, /static_resources\.clusters\[0\]\.lb_policy/, /MAGLEV/);
+    const r1 = await validate(bootstrap([], [cluster('c', [2], { extra: { lb_policy: 'LOAD_BALANCING_POLICY_CONFIG' } })]));
+    assertConfigError(r1, /static_resources\.clusters\[0\]\.lb_policy/, /LOAD_BALANCING_POLICY_CONFIG/);
     const r2 = await validate(bootstrap([], [cluster('c', [2], { extra: { health_checks: [{ timeout: '1s' }] } })]));
     assertConfigError(r2, /static_resources\.clusters\[0\]\.health_checks/);
     const r3 = await validate({ ...good(), dynamic_resources: { ads_config: {} } });
@@ -119,7 +119,7 @@ describe('--mode validate', { timeout: 60_000, concurrency: 3 }, () => {
   });
 
   test('serve mode with an invalid config exits 1 without serving', async () => {
-    const r = await runProxyCli(['--config-yaml', JSON.stringify(bootstrap([], [cluster('c', [2], { extra: { lb_policy: 'MAGLEV' } })]))], 15_000);
+    const r = await runProxyCli(['--config-yaml', JSON.stringify(bootstrap([], [cluster('c', [2], { extra: { lb_policy: 'LOAD_BALANCING_POLICY_CONFIG' } })]))], 15_000);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /lb_policy/);
   });

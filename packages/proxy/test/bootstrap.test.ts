@@ -285,8 +285,8 @@ describe('compileBootstrap: errors name the field', () => {
   });
   test('unsupported cluster lb_policy and EDS', () => {
     const b = boot();
-    b.static_resources.clusters[0].lb_policy = 'MAGLEV';
-    configError(b, 'static_resources.clusters[0].lb_policy', /MAGLEV/);
+    b.static_resources.clusters[0].lb_policy = 'LOAD_BALANCING_POLICY_CONFIG';
+    configError(b, 'static_resources.clusters[0].lb_policy', /LOAD_BALANCING_POLICY_CONFIG/);
     const e = boot();
     e.static_resources.clusters[0].type = 'EDS';
     configError(e, 'static_resources.clusters[0].type', /EDS/);

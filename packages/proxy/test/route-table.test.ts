@@ -307,8 +307,8 @@ describe('RouteTable: unsupported fields are refused with their path', () => {
       'route_config.virtual_hosts[0].routes[0].tracing'],
     ['action hedge_policy', { name: 'v', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: 'c', hedge_policy: {} } }] },
       'route_config.virtual_hosts[0].routes[0].route.hedge_policy'],
-    ['action hash_policy', { name: 'v', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: 'c', hash_policy: [] } }] },
-      'route_config.virtual_hosts[0].routes[0].route.hash_policy'],
+    ['action rate_limits', { name: 'v', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: 'c', rate_limits: [{}] } }] },
+      'route_config.virtual_hosts[0].routes[0].route.rate_limits'],
     ['redirect regex_rewrite', { name: 'v', domains: ['*'], routes: [{ match: { prefix: '/' }, redirect: { regex_rewrite: {} } }] },
       'route_config.virtual_hosts[0].routes[0].redirect.regex_rewrite'],
   ];

@@ -5,6 +5,7 @@ import { compileRouteMatch, compileRegex, type CompiledMatch, type RequestView }
 import { compilePerFilterConfig, type PerFilterCompilers } from './per-filter-config.ts';
 import { compileRetryPolicy, type RetryPolicy } from './retry-policy.ts';
 import { compileMirrorPolicy, type MirrorPolicy } from './mirror.ts';
+import { compileHashPolicies, type HashPolicies } from './hash-policy.ts';
 
 export interface WeightedCluster { readonly name: string; readonly weight: number; readonly requestHeaders: HeaderOps; readonly responseHeaders: HeaderOps }
 
@@ -23,6 +24,8 @@ export interface ForwardAction {
   readonly upgrades: ReadonlyMap<string, { enabled: boolean; terminateConnect: boolean }>;
   readonly retryPolicy: RetryPolicy | undefined;
   readonly mirrors: readonly MirrorPolicy[];
+  /** hash_policy, for RING_HASH / MAGLEV clusters. */
+  readonly hashPolicies: HashPolicies | undefined;
   /** grpc-timeout handling: cap in ms (0 = no cap), offset subtracted; undefined = header ignored. */
   readonly grpcTimeout: { readonly maxMs: number; readonly offsetMs: number } | undefined;
 }
@@ -173,7 +176,7 @@ function compileRoute(m: Msg, filters: PerFilterCompilers | undefined): Route {
 }
 
 function compileForward(m: Msg): ForwardAction {
-  for (const f of ['hash_policy', 'rate_limits', 'cors', 'hedge_policy', 'retry_policy_typed_config',
+  for (const f of ['rate_limits', 'cors', 'hedge_policy', 'retry_policy_typed_config',
     'metadata_match', 'cluster_specifier_plugin', 'inline_cluster_specifier_plugin', 'host_rewrite_header', 'host_rewrite_path_regex']) {
     if (m.has(f)) throw m.error(f, 'is not supported yet');
   }
@@ -206,6 +209,7 @@ function compileForward(m: Msg): ForwardAction {
     upgrades,
     retryPolicy: m.has('retry_policy') ? compileRetryPolicy(m.requiredMsg('retry_policy')) : undefined,
     mirrors: m.list('request_mirror_policies').map(compileMirrorPolicy),
+    hashPolicies: compileHashPolicies(m.list('hash_policy')),
     grpcTimeout: readGrpcTimeout(m),
   };
 }

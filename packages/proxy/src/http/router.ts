@@ -10,6 +10,7 @@ import type { Cluster } from '../upstream/cluster.ts';
 import { UpstreamRequest } from './upstream-call.ts';
 import { ReplayableBody } from './replay-body.ts';
 import { sendMirrors } from './mirror.ts';
+import { computeRequestHash } from './hash-policy.ts';
 import { parseRetryOn, type RetryPolicy } from './retry-policy.ts';
 import type { StatsStore } from '../stats/store.ts';
 import type { Host } from '../upstream/host.ts';
@@ -128,6 +129,9 @@ export interface ForwardPlan {
   readonly path: string;
   readonly timeoutMs: number;
   readonly weightedIndex: number;
+  /** The request's hash for RING_HASH / MAGLEV clusters, and cookies hash policies generated. */
+  readonly hash: bigint | undefined;
+  readonly setCookies: string[] | undefined;
 }
 
 /** Picks cluster and host and builds the upstream head; on failure sends the local reply and returns undefined. */
@@ -137,7 +141,13 @@ export function planForward(ex: Exchange, s: RouterSettings, rec: RequestRecord,
   if (!cluster) { finishLocal(rec, s, 503, undefined, Flag.NoClusterFound, 'cluster_not_found'); return undefined; }
   rec.upstreamCluster = cluster.config.name;
   const cstats = cluster.stats;
-  const host = cluster.pick({ originalDst: ex.conn.originalDst, originalDstHeader: ex.headers['x-envoy-original-dst-host'] as string | undefined });
+  // Envoy computes the hash only for clusters whose balancer uses it.
+  let hash: bigint | undefined, setCookies: string[] | undefined;
+  if (cluster.config.hashLb && a.hashPolicies) {
+    if (a.hashPolicies.generatesCookies) setCookies = [];
+    hash = computeRequestHash(a.hashPolicies, ex, ex.conn, setCookies);
+  }
+  const host = cluster.pick({ originalDst: ex.conn.originalDst, originalDstHeader: ex.headers['x-envoy-original-dst-host'] as string | undefined, hash });
   if (!host) {
     cstats.cxNone.inc();
     finishLocal(rec, s, 503, LocalBody.noHealthyUpstream, Flag.NoHealthyUpstream, 'no_healthy_upstream');
@@ -164,7 +174,7 @@ export function planForward(ex: Exchange, s: RouterSettings, rec: RequestRecord,
   if (override !== undefined) headers['x-envoy-upstream-rq-timeout-ms'] = undefined;
   if (timeoutMs > 0 && !s.suppressEnvoyHeaders) headers['x-envoy-expected-rq-timeout-ms'] = String(timeoutMs);
   if (picked.weightedIndex >= 0) a.weighted[picked.weightedIndex].requestHeaders.apply(headers, rec);
-  return { cluster, host, headers, path, timeoutMs, weightedIndex: picked.weightedIndex };
+  return { cluster, host, headers, path, timeoutMs, weightedIndex: picked.weightedIndex, hash, setCookies };
 }
 
 function forward(ex: Exchange, s: RouterSettings, rec: RequestRecord, vhost: VirtualHost, route: Route, a: ForwardAction): void {
@@ -195,7 +205,8 @@ function forward(ex: Exchange, s: RouterSettings, rec: RequestRecord, vhost: Vir
     weightedResponseOps: plan.weightedIndex >= 0 ? a.weighted[plan.weightedIndex].responseHeaders : undefined,
     retry: policy, retryOn, numRetries, perTryTimeoutMs: perTry,
     attemptCountHeader: vhost.includeAttemptCount,
-    hashPick: undefined,
+    hashPick: plan.cluster.config.hashLb ? (tried) => plan.cluster.pick({ hash: plan.hash, attempt: tried.length }) : undefined,
+    setCookies: plan.setCookies,
     body,
   }).start();
 }

@@ -10,6 +10,7 @@ import { isOverflow, UPSTREAM_OVERFLOW, UpstreamResult, type Cluster } from '../
 import type { Host } from '../upstream/host.ts';
 import { backoffMs, retriableResponse, RetryOn, type RetryPolicy } from './retry-policy.ts';
 import type { ReplayableBody } from './replay-body.ts';
+import { applySetCookies } from './hash-policy.ts';
 import { complete, type RouterSettings } from './router.ts';
 import { RetryStats } from './retry-stats.ts';
 
@@ -35,6 +36,8 @@ export interface CallPlan {
   readonly perTryTimeoutMs: number;
   readonly attemptCountHeader: boolean;
   readonly hashPick: ((exclude: readonly Host[]) => Host | undefined) | undefined;
+  /** Cookies a hash policy generated: set on the response. */
+  readonly setCookies: string[] | undefined;
   /** The request body kept for replay (retries, mirrors), when there is one. */
   readonly body: ReplayableBody | undefined;
 }
@@ -186,6 +189,7 @@ export class UpstreamRequest {
     if (p.s.serverName) h.server = p.s.serverName;
     if (!p.s.suppressEnvoyHeaders) h['x-envoy-upstream-service-time'] = String(rec.upstreamServiceTimeMs);
     if (p.attemptCountHeader) h['x-envoy-attempt-count'] = String(this.attempts);
+    if (p.setCookies?.length) applySetCookies(h, p.setCookies);
     p.weightedResponseOps?.apply(h, rec);
     p.route.responseHeaders.apply(h, rec);
     p.vhost.responseHeaders.apply(h, rec);

@@ -1,6 +1,8 @@
 import type { Msg } from '../config/fields.ts';
 import { readAddress, type SocketAddress } from '../config/address.ts';
 import { compileUpstreamTls, UPSTREAM_TLS, type UpstreamTls } from '../tls/context.ts';
+import { compileLocalityLbOptions, type LocalityLbOptions } from './locality.ts';
+import { compileHashLbConfig, type HashLbConfig } from './lb-hash.ts';
 import { compileOutlierDetection, type OutlierConfig } from './outlier.ts';
 
 const HTTP_PROTOCOL_OPTIONS = 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
@@ -8,13 +10,14 @@ const HTTP_PROTOCOL_OPTIONS_URL = 'type.googleapis.com/' + HTTP_PROTOCOL_OPTIONS
 const RAW_BUFFER_URL = 'type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer';
 
 export const DISCOVERY_TYPES = ['STATIC', 'STRICT_DNS', 'LOGICAL_DNS', 'EDS', 'ORIGINAL_DST'] as const;
-export const LB_POLICIES = ['ROUND_ROBIN', 'LEAST_REQUEST', 'RING_HASH', 'RANDOM', 'MAGLEV', 'CLUSTER_PROVIDED', 'LOAD_BALANCING_POLICY_CONFIG'] as const;
-const SUPPORTED_LB = new Set(['ROUND_ROBIN', 'LEAST_REQUEST', 'RANDOM', 'CLUSTER_PROVIDED']);
+/** Indexed by the proto's enum numbers: 4 is reserved, so MAGLEV is 5. */
+export const LB_POLICIES = ['ROUND_ROBIN', 'LEAST_REQUEST', 'RING_HASH', 'RANDOM', '(reserved 4)', 'MAGLEV', 'CLUSTER_PROVIDED', 'LOAD_BALANCING_POLICY_CONFIG'] as const;
+const SUPPORTED_LB = new Set(['ROUND_ROBIN', 'LEAST_REQUEST', 'RANDOM', 'RING_HASH', 'MAGLEV', 'CLUSTER_PROVIDED']);
 const DNS_FAMILIES = ['AUTO', 'V4_ONLY', 'V6_ONLY', 'V4_PREFERRED', 'ALL'] as const;
 const HEALTH = ['UNKNOWN', 'HEALTHY', 'UNHEALTHY', 'DRAINING', 'TIMEOUT', 'DEGRADED'] as const;
 
 /** Behaviour-changing cluster fields that are not built yet: refuse rather than silently ignore. */
-const NOT_YET = ['health_checks', 'lb_subset_config', 'ring_hash_lb_config', 'maglev_lb_config',
+const NOT_YET = ['health_checks', 'lb_subset_config',
   'cluster_type', 'load_balancing_policy', 'upstream_bind_config', 'transport_socket_matches', 'eds_cluster_config'];
 
 export type UpstreamProtocol = 'http1' | 'http2' | 'downstream';
@@ -27,6 +30,9 @@ export interface EndpointConfig {
   readonly priority: number;
   readonly localityWeight: number;
   readonly zone: string;
+  readonly region: string;
+  readonly subZone: string;
+  readonly degraded: boolean;
 }
 
 /** One priority's circuit_breakers.thresholds entry (Envoy's defaults: 1024 / 1024 / 1024 / 3). */
@@ -64,6 +70,10 @@ export interface ClusterConfig {
   readonly useHttpHeader: boolean;
   /** common_lb_config.healthy_panic_threshold, percent. */
   readonly panicThreshold: number;
+  /** Priority / locality / panic options (Envoy's overprovisioning factor and friends). */
+  readonly localityLb: LocalityLbOptions;
+  /** RING_HASH / MAGLEV settings; undefined for other policies. */
+  readonly hashLb: HashLbConfig | undefined;
   readonly originalDstCleanupMs: number;
   /** The config as written, for /config_dump. */
   readonly source: Record<string, unknown>;
@@ -82,6 +92,7 @@ export function compileCluster(m: Msg): ClusterConfig {
   const breakers = readCircuitBreakers(m);
   const od = m.msg('outlier_detection');
   const odc = m.msg('original_dst_lb_config');
+  const localityLb = readLocalityLb(m);
   return {
     name,
     type,
@@ -100,7 +111,9 @@ export function compileCluster(m: Msg): ClusterConfig {
     perHostMaxConnections: breakers.perHostMaxConnections,
     outlier: od ? compileOutlierDetection(od) : undefined,
     useHttpHeader: odc?.bool('use_http_header') ?? false,
-    panicThreshold: readPanicThreshold(m),
+    panicThreshold: localityLb.panicThreshold,
+    localityLb,
+    hashLb: compileHashLbConfig(m),
     originalDstCleanupMs: m.durationMs('cleanup_interval', 5000),
     source: m.raw,
   };
@@ -157,8 +170,10 @@ function readEndpoints(m: Msg, type: ClusterConfig['type']): EndpointConfig[] {
   const out: EndpointConfig[] = [];
   for (const locality of la.list('endpoints')) {
     const priority = locality.num('priority');
-    const localityWeight = locality.num('load_balancing_weight', 1);
-    const zone = locality.msg('locality')?.str('zone') ?? '';
+    // Envoy reads an unset locality weight as 0 (it only matters with locality_weighted_lb_config).
+    const localityWeight = locality.num('load_balancing_weight', 0);
+    const loc = locality.msg('locality');
+    const zone = loc?.str('zone') ?? '';
     for (const lbe of locality.list('lb_endpoints')) {
       if (lbe.has('endpoint_name')) throw lbe.error('endpoint_name', 'named endpoints are not supported');
       const ep = lbe.requiredMsg('endpoint');
@@ -168,10 +183,13 @@ function readEndpoints(m: Msg, type: ClusterConfig['type']): EndpointConfig[] {
         address,
         hostname: ep.str('hostname'),
         weight: lbe.num('load_balancing_weight', 1),
-        healthy: health === 'UNKNOWN' || health === 'HEALTHY' || health === 'DEGRADED',
+        healthy: health === 'UNKNOWN' || health === 'HEALTHY',
+        degraded: health === 'DEGRADED',
         priority,
         localityWeight,
         zone,
+        region: loc?.str('region') ?? '',
+        subZone: loc?.str('sub_zone') ?? '',
       });
     }
   }
@@ -221,14 +239,11 @@ function readTransportSocket(m: Msg): UpstreamTls | undefined {
   throw ts.error('typed_config', `unsupported transport socket ${url || ts.str('name')}`);
 }
 
-function readPanicThreshold(m: Msg): number {
+const COMMON_LB_FIELDS = ['healthy_panic_threshold', 'update_merge_window', 'locality_weighted_lb_config', 'zone_aware_lb_config', 'consistent_hashing_lb_config'];
+
+/** common_lb_config: the fields we act on are read by compileLocalityLbOptions / compileHashLbConfig; others are refused. */
+function readLocalityLb(m: Msg): LocalityLbOptions {
   const c = m.msg('common_lb_config');
-  if (!c) return 50;
-  for (const f of Object.keys(c.raw)) {
-    if (f !== 'healthy_panic_threshold' && f !== 'update_merge_window') throw c.error(f, 'is not supported yet');
-  }
-  const t = c.msg('healthy_panic_threshold');
-  const v = t ? t.num('value') : 50;
-  if (v < 0 || v > 100) throw c.error('healthy_panic_threshold', 'must be a percentage between 0 and 100');
-  return v;
+  if (c) for (const f of Object.keys(c.raw)) if (!COMMON_LB_FIELDS.includes(f)) throw c.error(f, 'is not supported yet');
+  return compileLocalityLbOptions(m);
 }

@@ -5,7 +5,7 @@ import { Duplex, PassThrough, type Readable } from 'node:stream';
 import type { IncomingHttpHeaders } from 'node:http';
 import { H1Pool, type UpstreamRequest } from './h1-pool.ts';
 import { upstreamTlsOptions } from '../tls/upstream-connect.ts';
-import type { ClusterConfig } from './cluster-config.ts';
+import type { ClusterConfig, EndpointConfig } from './cluster-config.ts';
 import { Host } from './host.ts';
 import { HostSet, type LbPolicy } from './lb.ts';
 import { ClusterStats } from './cluster-stats.ts';
@@ -20,6 +20,10 @@ export interface PickContext {
   originalDstHeader?: string;
   /** Host to avoid (a retry's previous host). */
   exclude?: Host;
+  /** The request's hash (route hash_policy) for RING_HASH / MAGLEV; undefined = random. */
+  hash?: bigint;
+  /** Retry host-selection attempt: hash balancers walk to another host per attempt. */
+  attempt?: number;
 }
 
 /**
@@ -53,9 +57,7 @@ export class Cluster {
     }
     this.hostSet = new HostSet([], this.lbPolicy());
     if (config.type === 'STATIC') {
-      this.setHosts(config.endpoints.map((e) => new Host(e.address.address, e.address.port, {
-        hostname: e.hostname, weight: e.weight, priority: e.priority, zone: e.zone, healthy: e.healthy,
-      })));
+      this.setHosts(config.endpoints.map((e) => hostFor(e, e.address.address, e.hostname)));
       this.ready = Promise.resolve();
     } else if (config.type === 'STRICT_DNS' || config.type === 'LOGICAL_DNS') {
       this.ready = this.resolve();
@@ -85,7 +87,7 @@ export class Cluster {
     for (const [key, host] of this.byKey) {
       if (!keep.has(host)) { this.byKey.delete(key); host.closePools(); }
     }
-    this.hostSet = new HostSet(next, this.lbPolicy(), this.config.panicThreshold);
+    this.hostSet = new HostSet(next, this.lbPolicy(), this.config.localityLb, this.config.hashLb);
     this.outlier?.setHosts(next);
     this.stats.membershipTotal.set(next.length);
     this.updateHealthyGauge();
@@ -160,7 +162,7 @@ export class Cluster {
         }
       }
       for (const a of addresses) {
-        hosts.push(new Host(a, e.address.port, { hostname: e.hostname || e.address.address, weight: e.weight, priority: e.priority, zone: e.zone, healthy: e.healthy }));
+        hosts.push(hostFor(e, a, e.hostname || e.address.address));
       }
     }
     if (this.closed) return;
@@ -170,7 +172,7 @@ export class Cluster {
 
   pick(ctx: PickContext | undefined): Host | undefined {
     if (this.config.type === 'ORIGINAL_DST') return this.originalDstHost(ctx);
-    return this.hostSet.pick(ctx?.exclude);
+    return this.hostSet.pick(ctx?.exclude, ctx?.hash, ctx?.attempt ?? 0);
   }
 
   private originalDstHost(ctx: PickContext | undefined): Host | undefined {
@@ -273,6 +275,13 @@ export class Cluster {
     this.breakersHigh.detach();
     for (const h of this.byKey.values()) h.closePools();
   }
+}
+
+function hostFor(e: EndpointConfig, address: string, hostname: string): Host {
+  return new Host(address, e.address.port, {
+    hostname, weight: e.weight, priority: e.priority, zone: e.zone, region: e.region, subZone: e.subZone,
+    localityWeight: e.localityWeight, degraded: e.degraded, healthy: e.healthy,
+  });
 }
 
 /** What the router dispatches an upstream HTTP request to. */

@@ -15,6 +15,12 @@ export class Host {
   readonly weight: number;
   readonly priority: number;
   readonly zone: string;
+  readonly region: string;
+  readonly subZone: string;
+  /** LocalityLbEndpoints.load_balancing_weight of the host's locality (0 when unset, as Envoy reads it). */
+  readonly localityWeight: number;
+  /** EDS health_status DEGRADED: used only when healthy hosts run short. */
+  readonly degraded: boolean;
   readonly hostPort: string;
   private isHealthy: boolean;
   private isEjected = false;
@@ -36,13 +42,18 @@ export class Host {
   /** Opaque per-protocol connection pools, owned by the cluster. */
   pools: Map<string, { close(): Promise<void> | void }> | undefined;
 
-  constructor(address: string, port: number, opts: { hostname?: string; weight?: number; priority?: number; zone?: string; healthy?: boolean } = {}) {
+  constructor(address: string, port: number, opts: { hostname?: string; weight?: number; priority?: number; zone?: string; region?: string; subZone?: string;
+    localityWeight?: number; degraded?: boolean; healthy?: boolean } = {}) {
     this.address = address;
     this.port = port;
     this.hostname = opts.hostname ?? '';
     this.weight = opts.weight ?? 1;
     this.priority = opts.priority ?? 0;
     this.zone = opts.zone ?? '';
+    this.region = opts.region ?? '';
+    this.subZone = opts.subZone ?? '';
+    this.localityWeight = opts.localityWeight ?? 0;
+    this.degraded = opts.degraded ?? false;
     this.isHealthy = opts.healthy ?? true;
     this.hostPort = formatHostPort(address, port);
   }

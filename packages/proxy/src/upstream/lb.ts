@@ -1,4 +1,6 @@
 import { currentHealthEpoch, type Host } from './host.ts';
+import { DEFAULT_LOCALITY_LB, PriorityPlan, type LocalityLbOptions } from './locality.ts';
+import { HashLoadBalancer, type HashLbConfig } from './lb-hash.ts';
 
 export type LbPolicy = 'ROUND_ROBIN' | 'LEAST_REQUEST' | 'RANDOM';
 
@@ -8,31 +10,40 @@ export type LbPolicy = 'ROUND_ROBIN' | 'LEAST_REQUEST' | 'RANDOM';
  */
 export class HostSet {
   readonly hosts: readonly Host[];
-  /** The hosts picks come from, worked out again only after a health change. */
-  private eligible: readonly Host[];
-  private epoch: number;
-  private readonly panicThreshold: number;
+  private readonly options: LocalityLbOptions;
+  private readonly hashConfig: HashLbConfig | undefined;
+  /** Priority load, panic and locality choice (Envoy's), rebuilt after a health change. */
+  private plan!: PriorityPlan<Host>;
+  private hash: HashLoadBalancer<Host> | undefined;
+  /** One priority, every host healthy, no locality weighting: picks skip the plan. */
+  private simple = false;
+  private epoch = -1;
   private readonly policy: LbPolicy;
   private readonly weighted: boolean;
   private rr = 0;
 
-  /** `panicThreshold`: healthy_panic_threshold in percent (Envoy's default 50; 0 disables panic routing). */
-  constructor(hosts: readonly Host[], policy: LbPolicy, panicThreshold = 50) {
+  constructor(hosts: readonly Host[], policy: LbPolicy, options: LocalityLbOptions = DEFAULT_LOCALITY_LB, hashConfig?: HashLbConfig) {
     this.hosts = hosts;
     this.policy = policy;
+    this.options = options;
+    this.hashConfig = hashConfig;
     this.weighted = hosts.some((h) => h.weight !== hosts[0].weight);
     for (const h of hosts) h.currentWeight = 0;
-    this.panicThreshold = panicThreshold;
-    this.epoch = currentHealthEpoch();
-    this.eligible = eligibleHosts(hosts, panicThreshold);
+    this.refresh();
   }
 
-  pick(exclude?: Host): Host | undefined {
-    if (this.epoch !== currentHealthEpoch()) {
-      this.epoch = currentHealthEpoch();
-      this.eligible = eligibleHosts(this.hosts, this.panicThreshold);
-    }
-    const hosts = this.eligible;
+  private refresh(): void {
+    this.epoch = currentHealthEpoch();
+    if (this.hashConfig) { this.hash = new HashLoadBalancer(this.hosts, this.hashConfig, this.options); return; }
+    this.plan = new PriorityPlan(this.hosts, this.options);
+    this.simple = this.plan.levels.length === 1 && !this.options.localityWeighted && this.plan.levels[0].healthy.length === this.hosts.length;
+  }
+
+  /** `hash`: for RING_HASH / MAGLEV (undefined picks at random); `attempt`: a retry's host-selection attempt. */
+  pick(exclude?: Host, hash?: bigint, attempt = 0): Host | undefined {
+    if (this.epoch !== currentHealthEpoch()) this.refresh();
+    if (this.hash) return this.hash.pick(hash, attempt);
+    const hosts = this.simple ? this.hosts : this.plan.hostsForRandom();
     const n = hosts.length;
     if (n === 0) return undefined;
     if (n === 1) return hosts[0];
@@ -66,19 +77,4 @@ function leastRequest(hosts: readonly Host[]): Host {
   let b = hosts[(Math.random() * n) | 0];
   if (b === a) b = hosts[(hosts.indexOf(a) + 1) % n];
   return b.activeRequests < a.activeRequests ? b : a;
-}
-
-/**
- * The best priority level that has a healthy host; within it the healthy hosts,
- * or all of its hosts when the healthy share is below the panic threshold
- * (Envoy's panic mode). No healthy host anywhere: every host, unless panic is off.
- */
-function eligibleHosts(hosts: readonly Host[], panicThreshold: number): readonly Host[] {
-  let best = Infinity;
-  for (const h of hosts) if (h.healthy && h.priority < best) best = h.priority;
-  if (best === Infinity) return panicThreshold > 0 ? hosts : [];
-  const level = hosts.filter((h) => h.priority === best);
-  const healthy = level.filter((h) => h.healthy);
-  if ((healthy.length / level.length) * 100 < panicThreshold) return level;
-  return healthy.length === hosts.length ? hosts : healthy;
 }
