@@ -55,6 +55,7 @@ describe('retry_policy', { timeout: 60_000 }, () => {
           retry_host_predicate: [{ name: 'envoy.retry_host_predicates.previous_hosts', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate' } }],
           host_selection_retry_max_attempts: 5,
         } }),
+        routeTo('one', '/idle', { timeout: '5s', idle_timeout: '0.2s' }),
         routeTo('one', '/pertry', { timeout: '3s', retry_policy: { retry_on: '5xx', num_retries: 1, per_try_timeout: '0.2s' } }),
         routeTo('one', '/'),
       ], ['*'], 'main')], { statPrefix: 'retries', accessLog: true }))]),
@@ -129,5 +130,22 @@ describe('retry_policy', { timeout: 60_000 }, () => {
     assert.equal(late.body.toString(), 'upstream request timeout');
     assert.ok(Date.now() - t0 < 900, 'two 200 ms tries, not the backend\'s 1 s');
     await proxy.waitForStdout(/"GET \/pertry HTTP\/1\.1" 504 UT /);
+  });
+
+  test('route idle_timeout: no progress for the idle time → 408 stream timeout (flag SI), long before the route timeout', async () => {
+    const t0 = Date.now();
+    const r = await request(`${base}/idle`, { headers: { 'x-key': 'i1', 'x-fail-times': '1', 'x-fail-how': 'slow' } });
+    assert.equal(r.status, 408);
+    assert.equal(r.body.toString(), 'stream timeout');
+    assert.ok(Date.now() - t0 < 900, `took ${Date.now() - t0} ms`);
+    await proxy.waitForStdout(/"GET \/idle HTTP\/1\.1" 408 SI /);
+  });
+
+  test('per-code upstream stats as Envoy names them, with the Prometheus tag', async () => {
+    assert.ok((await proxy.stat('cluster.one.upstream_rq_200') ?? 0) > 0);
+    assert.ok((await proxy.stat('cluster.one.upstream_rq_503') ?? 0) > 0);
+    const prom = (await proxy.admin('/stats/prometheus')).body;
+    assert.match(prom, /envoy_cluster_upstream_rq\{envoy_response_code="503",envoy_cluster_name="one"\} \d+/);
+    assert.match(prom, /envoy_cluster_upstream_rq_time_bucket\{envoy_cluster_name="one",le="\+Inf"\} \d+/);
   });
 });

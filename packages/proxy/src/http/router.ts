@@ -201,7 +201,7 @@ function forward(ex: Exchange, s: RouterSettings, rec: RequestRecord, vhost: Vir
   if (a.mirrors.length) sendMirrors(a.mirrors, s.clusters, ex, plan.path, h, body);
   new UpstreamRequest({
     ex, s, rec, vhost, route,
-    cluster: plan.cluster, host: plan.host, path: plan.path, headers: h, timeoutMs: plan.timeoutMs,
+    cluster: plan.cluster, host: plan.host, path: plan.path, headers: h, timeoutMs: plan.timeoutMs, idleTimeoutMs: a.idleTimeoutMs,
     weightedResponseOps: plan.weightedIndex >= 0 ? a.weighted[plan.weightedIndex].responseHeaders : undefined,
     retry: policy, retryOn, numRetries, perTryTimeoutMs: perTry,
     attemptCountHeader: vhost.includeAttemptCount,

@@ -28,6 +28,8 @@ export interface CallPlan {
   readonly path: string;
   readonly headers: Headers;
   readonly timeoutMs: number;
+  /** Route idle_timeout (0 = off): no progress for this long ends the stream (408 before headers, reset after). */
+  readonly idleTimeoutMs: number;
   readonly weightedResponseOps: { apply(h: Headers, ctx?: RequestRecord): void } | undefined;
   readonly retry: RetryPolicy | undefined;
   /** retry_on bits after x-envoy-retry-on / -grpc-on; numRetries after x-envoy-max-retries. */
@@ -73,6 +75,10 @@ export class UpstreamRequest {
   private globalTimer: NodeJS.Timeout | undefined;
   private backoffTimer: NodeJS.Timeout | undefined;
   private committed = false;
+  private idleTimer: NodeJS.Timeout | undefined;
+  /** Progress counter the idle check compares between ticks. */
+  private activity = 0;
+  private seenActivity = -1;
   done = false;
 
   constructor(p: CallPlan) {
@@ -85,6 +91,7 @@ export class UpstreamRequest {
   start(): void {
     const { p } = this;
     if (p.timeoutMs > 0) this.globalTimer = setTimeout(globalTimeout, p.timeoutMs, this);
+    if (p.idleTimeoutMs > 0) this.idleTimer = setInterval(idleCheck, p.idleTimeoutMs, this);
     p.ex.watch(() => this.attempt?.resume(), () => this.downstreamClosed());
     this.send(p.host);
   }
@@ -106,6 +113,7 @@ export class UpstreamRequest {
   /** The attempt got its response head: retry it, or commit the downstream response to it. */
   onHeaders(att: Attempt, status: number, headers: Headers): boolean {
     if (this.done || att !== this.attempt) return false;
+    this.activity++;
     this.p.cluster.stats.codes.record(status);
     countStatus(att.host, status);
     const grpc = grpcStatusOf(headers);
@@ -201,6 +209,7 @@ export class UpstreamRequest {
   }
 
   onData(chunk: Buffer): boolean {
+    this.activity++;
     this.p.rec.bytesSent += chunk.length;
     return this.p.ex.write(chunk);
   }
@@ -254,6 +263,15 @@ export class UpstreamRequest {
     this.finish();
   }
 
+  /** Called every idle_timeout: a tick without progress means the stream is idle. */
+  idleTick(): void {
+    if (this.done) return;
+    if (this.activity !== this.seenActivity) { this.seenActivity = this.activity; return; }
+    this.attempt?.abandon(0);
+    if (this.p.ex.headersSent) { this.p.rec.flags = Flag.StreamIdleTimeout; this.p.ex.reset(); this.finish(); return; }
+    this.localReply(408, LocalBody.streamIdle, Flag.StreamIdleTimeout, 'stream_idle_timeout');
+  }
+
   timedOut(): void {
     if (this.done) return;
     const cs = this.p.cluster.stats;
@@ -279,6 +297,7 @@ export class UpstreamRequest {
     if (this.done) return;
     this.done = true;
     if (this.globalTimer) clearTimeout(this.globalTimer);
+    if (this.idleTimer) clearInterval(this.idleTimer);
     if (this.backoffTimer) clearTimeout(this.backoffTimer);
     if (this.retryHeld) { this.retryHeld = false; this.p.cluster.releaseRetry(); }
     if (this.body) this.p.rec.bytesReceived = this.body.received;
@@ -293,6 +312,7 @@ export class UpstreamRequest {
 }
 
 function globalTimeout(r: UpstreamRequest): void { r.timedOut(); }
+function idleCheck(r: UpstreamRequest): void { r.idleTick(); }
 
 /** Per-host rq_success / rq_error as /clusters shows them (5xx counts as an error). */
 function countStatus(host: Host, status: number): void {
@@ -322,8 +342,11 @@ class Attempt implements Dispatcher.DispatchHandler {
     this.n = n;
   }
 
+  private startMs = 0;
+
   start(body: Readable | null): void {
     const p = this.parent.plan;
+    this.startMs = now();
     if (!p.cluster.tryAcquireRequest()) {
       // max_requests: nothing was taken, so nothing to release.
       this.state = 'over';
@@ -367,6 +390,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   onResponseEnd(_c: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
     if (this.state !== 'streaming') return;
     this.state = 'over';
+    this.parent.plan.cluster.stats.rqTime.record(now() - this.startMs);
     this.release();
     this.parent.onEnd(trailers && Object.keys(trailers).length ? trailers as Headers : undefined);
   }

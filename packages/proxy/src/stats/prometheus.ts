@@ -13,6 +13,8 @@ export function extractTags(store: StatsStore, stat: string): Extracted {
   let rest = known ? known.base : stat;
   const code = /^(.*_rq_)([1-5])xx$/.exec(rest);
   if (code) { rest = `${code[1]}xx`; tags.unshift(['envoy_response_code_class', code[2]]); }
+  const exact = /^(.*_rq)_([1-5]\d\d)$/.exec(rest);
+  if (exact) { rest = exact[1]; tags.unshift(['envoy_response_code', exact[2]]); }
   return { name: 'envoy_' + rest.replace(/[^a-zA-Z0-9_]/g, '_'), tags };
 }
 

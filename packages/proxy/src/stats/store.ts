@@ -68,15 +68,27 @@ export class StatsStore {
   }
 }
 
-/** Response-code class counters (`<prefix>rq_2xx`...) indexed by status / 100. */
+/**
+ * Response-code counters: by class (`<prefix>_2xx`) and, when `exact`, by code
+ * (`<prefix>_200`, created on first use), as Envoy's upstream stats have both.
+ */
 export class CodeClassCounters {
   readonly byClass: Counter[];
-  constructor(scope: Scope, prefix: string) {
+  private readonly exact: Array<Counter | undefined> | undefined;
+  private readonly scope: Scope;
+  private readonly prefix: string;
+  constructor(scope: Scope, prefix: string, exact = false) {
+    this.scope = scope;
+    this.prefix = prefix;
     this.byClass = [1, 2, 3, 4, 5].map((c) => scope.counter(`${prefix}_${c}xx`));
+    this.exact = exact ? [] : undefined;
   }
   record(status: number): void {
     const c = this.byClass[((status / 100) | 0) - 1];
     if (c) c.value++;
+    if (this.exact && status >= 100 && status < 600) {
+      (this.exact[status] ??= this.scope.counter(`${this.prefix}_${status}`)).value++;
+    }
   }
 }
 

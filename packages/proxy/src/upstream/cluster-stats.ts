@@ -1,4 +1,4 @@
-import { CodeClassCounters, type Counter, type Gauge, type StatsStore } from '../stats/store.ts';
+import { CodeClassCounters, type Counter, type Gauge, type Histogram, type StatsStore } from '../stats/store.ts';
 
 /** `cluster.<name>.*` as Envoy names them, resolved once per cluster. */
 export class ClusterStats {
@@ -23,6 +23,7 @@ export class ClusterStats {
   readonly membershipTotal: Gauge;
   readonly membershipHealthy: Gauge;
   readonly codes: CodeClassCounters;
+  readonly rqTime: Histogram;
   readonly bytesSent: Counter;
   readonly bytesReceived: Counter;
 
@@ -48,7 +49,8 @@ export class ClusterStats {
     this.dnsFailure = p.counter('update_failure');
     this.membershipTotal = p.gauge('membership_total');
     this.membershipHealthy = p.gauge('membership_healthy');
-    this.codes = new CodeClassCounters(p, 'upstream_rq');
+    this.codes = new CodeClassCounters(p, 'upstream_rq', true);
+    this.rqTime = p.histogram('upstream_rq_time');
     this.bytesSent = p.counter('upstream_cx_tx_bytes_total');
     this.bytesReceived = p.counter('upstream_cx_rx_bytes_total');
   }
