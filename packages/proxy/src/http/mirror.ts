@@ -1,11 +1,10 @@
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Msg } from '../config/fields.ts';
+import { probability } from '../config/percent.ts';
 import type { Exchange, Headers } from './exchange.ts';
 import type { ClusterManager } from '../upstream/manager.ts';
 import type { ReplayableBody } from './replay-body.ts';
-
-const DENOMINATORS = { HUNDRED: 100, TEN_THOUSAND: 10_000, MILLION: 1_000_000 } as const;
 
 /** RouteAction.request_mirror_policies entry, compiled. */
 export interface MirrorPolicy {
@@ -20,8 +19,7 @@ export function compileMirrorPolicy(m: Msg): MirrorPolicy {
   const cluster = m.str('cluster');
   const clusterHeader = m.str('cluster_header').toLowerCase();
   if (!cluster === !clusterHeader) throw m.error('cluster', 'exactly one of cluster, cluster_header is required');
-  const rf = m.msg('runtime_fraction')?.msg('default_value');
-  const fraction = rf ? Math.min(1, rf.num('numerator') / DENOMINATORS[rf.enumOf('denominator', ['HUNDRED', 'TEN_THOUSAND', 'MILLION'] as const)]) : 1;
+  const fraction = probability(m.msg('runtime_fraction')?.msg('default_value'), 1);
   return { cluster, clusterHeader, fraction, appendShadowSuffix: !m.bool('disable_shadow_host_suffix_append') };
 }
 

@@ -1,4 +1,5 @@
 import type { Msg } from '../config/fields.ts';
+import { readFractionalPercent } from '../config/percent.ts';
 import { compileStringMatcher } from '../tls/context.ts';
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -55,7 +56,6 @@ export function compileRouteMatch(m: Msg): CompiledMatch {
 
 // ------------------------------------------------------------------ runtime_fraction
 
-const DENOMINATORS = { HUNDRED: 100, TEN_THOUSAND: 10_000, MILLION: 1_000_000 } as const;
 
 /**
  * Envoy draws one random number per stream (the HCM's stream id) and every runtime_fraction
@@ -76,9 +76,7 @@ export function requestRandom(req: RequestView): number {
 
 /** RuntimeFractionalPercent: default_value only (Skua has no runtime layer; runtime_key is ignored). */
 function compileRuntimeFraction(m: Msg): HeaderPredicate {
-  const d = m.requiredMsg('default_value');
-  const numerator = d.num('numerator');
-  const denominator = DENOMINATORS[d.enumOf('denominator', ['HUNDRED', 'TEN_THOUSAND', 'MILLION'] as const)];
+  const { numerator, denominator } = readFractionalPercent(m.requiredMsg('default_value'));
   if (numerator >= denominator) return () => true;
   if (numerator <= 0) return () => false;
   return (req) => requestRandom(req) % denominator < numerator;

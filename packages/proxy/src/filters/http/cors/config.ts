@@ -1,4 +1,5 @@
 import { Msg } from '../../../config/fields.ts';
+import { probability } from '../../../config/percent.ts';
 import { compileStringMatcher } from '../../../tls/context.ts';
 import type { HttpFilterConfig, HttpFilterExtension } from '../types.ts';
 import { liveCors } from './filter.ts';
@@ -7,7 +8,6 @@ export const CORS_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.cors
 export const CORS_POLICY_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy';
 export const CORS_NAME = 'envoy.filters.http.cors';
 
-const DENOMINATORS = { HUNDRED: 100, TEN_THOUSAND: 10_000, MILLION: 1_000_000 } as const;
 
 const POLICY_FIELDS = ['@type', 'allow_origin_string_match', 'allow_methods', 'allow_headers', 'expose_headers', 'max_age',
   'allow_credentials', 'allow_private_network_access', 'forward_not_matching_preflights', 'filter_enabled', 'shadow_enabled'] as const;
@@ -37,10 +37,7 @@ export interface CorsPolicy {
 /** RuntimeFractionalPercent → probability (default_value only: Skua has no runtime layer). */
 function runtimeFraction(m: Msg | undefined): number | undefined {
   if (!m) return undefined;
-  const d = m.msg('default_value');
-  if (!d) return 0;
-  const den = DENOMINATORS[d.enumOf('denominator', ['HUNDRED', 'TEN_THOUSAND', 'MILLION'] as const)];
-  return Math.min(1, d.num('numerator') / den);
+  return probability(m.msg('default_value'), 0);
 }
 
 function optBool(m: Msg, key: string): boolean | undefined {

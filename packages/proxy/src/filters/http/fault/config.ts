@@ -1,17 +1,10 @@
 import { Msg } from '../../../config/fields.ts';
+import { probability } from '../../../config/percent.ts';
 import { compileHeaderMatcher, type HeaderPredicate } from '../../../http/route-match.ts';
 import type { HttpFilterConfig, HttpFilterExtension } from '../types.ts';
 import { liveFault } from './filter.ts';
 
 export const FAULT_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault';
-const DENOMINATORS = { HUNDRED: 100, TEN_THOUSAND: 10_000, MILLION: 1_000_000 } as const;
-
-/** A FractionalPercent as a probability in [0, 1]. */
-function fraction(m: Msg | undefined, fallback: number): number {
-  if (!m) return fallback;
-  const den = DENOMINATORS[m.enumOf('denominator', ['HUNDRED', 'TEN_THOUSAND', 'MILLION'] as const)];
-  return Math.min(1, m.num('numerator') / den);
-}
 
 export interface FaultPolicy {
   /** Fixed delay in ms, or -1 when the delay comes from `x-envoy-fault-delay-request`; undefined = no delay. */
@@ -49,10 +42,10 @@ export function compileFaultPolicy(m: Msg): FaultPolicy {
   }
   return {
     delayMs,
-    delayFraction: fraction(delay?.msg('percentage'), 1),
+    delayFraction: probability(delay?.msg('percentage'), 1),
     abortStatus,
     abortGrpcStatus,
-    abortFraction: fraction(abort?.msg('percentage'), 1),
+    abortFraction: probability(abort?.msg('percentage'), 1),
     upstreamCluster: m.str('upstream_cluster'),
     headers: m.list('headers').map(compileHeaderMatcher),
     downstreamNodes: m.strList('downstream_nodes'),
