@@ -176,7 +176,26 @@ export class H1Pool {
       return conn.start(next);
     }
     if (this.closed) { conn.socket.end(); return; }
+    conn.idleSince = performance.now();
     this.idle.push(conn);
+    if (!this.sweepTimer && this.opts.idleTimeoutMs > 0) {
+      this.sweepTimer = setInterval(sweepIdle, Math.min(this.opts.idleTimeoutMs, 1000), this).unref();
+    }
+  }
+
+  /**
+   * Idle timeout without a timer per request: one sweep per pool while it has idle
+   * connections (re-arming a socket timeout on every request measured as a cost).
+   */
+  private sweepTimer: NodeJS.Timeout | undefined;
+
+  sweep(): void {
+    const cutoff = performance.now() - this.opts.idleTimeoutMs;
+    for (let i = this.idle.length - 1; i >= 0; i--) {
+      const c = this.idle[i];
+      if (c.idleSince <= cutoff) { this.idle.splice(i, 1); c.socket.destroy(); }
+    }
+    if (this.idle.length === 0 && this.sweepTimer) { clearInterval(this.sweepTimer); this.sweepTimer = undefined; }
   }
 
   removed(conn: H1ClientConnection): void {
@@ -201,9 +220,14 @@ export class H1Pool {
 
   close(): void {
     this.closed = true;
+    if (this.sweepTimer) { clearInterval(this.sweepTimer); this.sweepTimer = undefined; }
     for (const c of this.idle) c.socket.end();
     this.idle.length = 0;
   }
+}
+
+function sweepIdle(pool: H1Pool): void {
+  pool.sweep();
 }
 
 /** One upstream HTTP/1.1 connection: writes a request, parses its response, repeats. */
@@ -217,6 +241,8 @@ class H1ClientConnection {
   private chunked: ChunkedDecoder | undefined;
   private untilClose = false;
   private served = 0;
+  /** When the connection went back to the idle list (performance.now()). */
+  idleSince = 0;
   private gotBytes = false;
   private connected = false;
   private dead = false;
@@ -249,7 +275,6 @@ class H1ClientConnection {
   start(call: Call): void {
     this.call = call;
     call.conn = this;
-    this.socket.setTimeout(0);
     this.send(call);
   }
 
@@ -335,7 +360,6 @@ class H1ClientConnection {
       return;
     }
     if (this.socket.isPaused()) this.socket.resume();
-    if (this.pool.opts.idleTimeoutMs > 0) this.socket.setTimeout(this.pool.opts.idleTimeoutMs);
     this.pool.release(this);
   }
 
