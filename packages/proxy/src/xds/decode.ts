@@ -1,0 +1,241 @@
+/**
+ * Decodes xDS resources (a google.protobuf.Any: type URL + protobuf bytes) into
+ * the proto-JSON shape Envoy's config_dump prints with preserved (snake_case)
+ * field names: nested Any expanded as {"@type": url, ...fields}, Duration as
+ * "1.5s", enums by name, wrappers as plain values, Struct as plain JSON, 64-bit
+ * integers as strings, bytes as base64, default values omitted.
+ */
+import type { Field, Type } from 'protobufjs';
+import { isEnum, isType, typeForUrl } from './protos.ts';
+
+type Json = Record<string, unknown>;
+
+export class XdsDecodeError extends Error {
+  readonly path: string;
+  constructor(path: string, message: string) {
+    super(path ? `${path}: ${message}` : message);
+    this.name = 'XdsDecodeError';
+    this.path = path;
+  }
+}
+
+export interface AnyResource {
+  type_url?: string;
+  typeUrl?: string;
+  value: Uint8Array;
+}
+
+/** Decodes one Any into proto-JSON; throws XdsDecodeError naming the type URL it does not know. */
+export function decodeResource(any: AnyResource): Json {
+  return anyToJson(any.type_url ?? any.typeUrl ?? '', any.value, '');
+}
+
+/** WKTs whose JSON form is not an object: inside an Any they are written as {"@type", "value"}. */
+const VALUE_WKTS = new Set([
+  'google.protobuf.Duration', 'google.protobuf.Timestamp', 'google.protobuf.FieldMask',
+  'google.protobuf.Struct', 'google.protobuf.Value', 'google.protobuf.ListValue',
+  'google.protobuf.DoubleValue', 'google.protobuf.FloatValue', 'google.protobuf.Int64Value',
+  'google.protobuf.UInt64Value', 'google.protobuf.Int32Value', 'google.protobuf.UInt32Value',
+  'google.protobuf.BoolValue', 'google.protobuf.StringValue', 'google.protobuf.BytesValue',
+]);
+
+function anyToJson(typeUrl: string, value: Uint8Array, path: string): Json {
+  if (typeUrl === '') {
+    if (value.length === 0) return {};
+    throw new XdsDecodeError(path, 'Any has bytes but no type URL');
+  }
+  const type = typeForUrl(typeUrl);
+  if (!type) throw new XdsDecodeError(path, `unknown type URL ${typeUrl}`);
+  let msg: Json;
+  try {
+    msg = type.decode(value) as unknown as Json;
+  } catch (e) {
+    throw new XdsDecodeError(path, `cannot decode ${typeUrl}: ${(e as Error).message}`);
+  }
+  const body = messageToJson(type, msg, path);
+  if (VALUE_WKTS.has(fullName(type))) return { '@type': typeUrl, value: body };
+  return { '@type': typeUrl, ...(body as Json) };
+}
+
+/** protobufjs computes `fullName` by walking parents on every read: cache it per type (hot path). */
+const names = new WeakMap<Type, string>();
+function fullName(t: Type): string {
+  let n = names.get(t);
+  if (n === undefined) {
+    n = t.fullName.startsWith('.') ? t.fullName.slice(1) : t.fullName;
+    names.set(t, n);
+  }
+  return n;
+}
+
+function own(msg: Json, key: string): unknown {
+  return Object.prototype.hasOwnProperty.call(msg, key) ? msg[key] : undefined;
+}
+
+function join(path: string, key: string): string {
+  return path ? `${path}.${key}` : key;
+}
+
+export function messageToJson(type: Type, msg: Json, path: string): unknown {
+  switch (fullName(type)) {
+    case 'google.protobuf.Any':
+      return anyToJson(String(own(msg, 'type_url') ?? ''), (own(msg, 'value') as Uint8Array | undefined) ?? new Uint8Array(0), path);
+    case 'google.protobuf.Duration':
+      return formatDuration(own(msg, 'seconds'), own(msg, 'nanos'));
+    case 'google.protobuf.Timestamp':
+      return formatTimestamp(own(msg, 'seconds'), own(msg, 'nanos'));
+    case 'google.protobuf.FieldMask':
+      return ((own(msg, 'paths') as string[] | undefined) ?? []).map((p) => p.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())).join(',');
+    case 'google.protobuf.Struct':
+      return structToJson(msg, type, path);
+    case 'google.protobuf.Value':
+      return valueToJson(msg, type, path);
+    case 'google.protobuf.ListValue': {
+      const vt = type.fields.values.resolvedType as Type;
+      return ((own(msg, 'values') as Json[] | undefined) ?? []).map((v, i) => valueToJson(v, vt, `${path}[${i}]`));
+    }
+    case 'google.protobuf.DoubleValue': case 'google.protobuf.FloatValue':
+    case 'google.protobuf.Int64Value': case 'google.protobuf.UInt64Value':
+    case 'google.protobuf.Int32Value': case 'google.protobuf.UInt32Value':
+    case 'google.protobuf.BoolValue': case 'google.protobuf.StringValue':
+    case 'google.protobuf.BytesValue': {
+      const f = type.fields.value;
+      const v = own(msg, 'value');
+      return v === undefined || v === null ? scalarToJson(f, f.typeDefault) : scalarToJson(f, v);
+    }
+    case 'google.protobuf.Empty':
+      return {};
+  }
+  const out: Json = {};
+  // Only own properties are present on the wire (or initialised repeated/map fields): walking
+  // them instead of every declared field is 3x faster on Envoy's wide messages.
+  const fields = type.fields;
+  for (const name of Object.keys(msg)) {
+    const f = fields[name];
+    if (f === undefined) continue;
+    const v = msg[name];
+    if (v === undefined || v === null) continue;
+    const fp = join(path, name);
+    if (f.map) {
+      const entries = Object.entries(v as Json);
+      if (entries.length === 0) continue;
+      const o: Json = {};
+      for (const [k, x] of entries) o[k] = singleToJson(f, x, `${fp}[${JSON.stringify(k)}]`);
+      out[name] = o;
+    } else if (f.repeated) {
+      const arr = v as unknown[];
+      if (arr.length === 0) continue;
+      out[name] = arr.map((x, i) => singleToJson(f, x, `${fp}[${i}]`));
+    } else {
+      // Implicit-presence scalars at their default are not printed (oneof members and proto3
+      // `optional` fields, which protobufjs models as oneofs, are).
+      if (!f.partOf && !isType(f.resolvedType) && isDefault(v)) continue;
+      out[name] = singleToJson(f, v, fp);
+    }
+  }
+  return out;
+}
+
+let nullEnum: unknown;
+function nullValueEnum(e: unknown): unknown {
+  if (nullEnum === undefined && isEnum(e) && e.fullName === '.google.protobuf.NullValue') nullEnum = e;
+  return nullEnum;
+}
+
+function singleToJson(f: Field, v: unknown, path: string): unknown {
+  const rt = f.resolvedType;
+  if (isType(rt)) return messageToJson(rt, v as Json, path);
+  if (isEnum(rt)) {
+    // google.protobuf.NullValue prints as JSON null.
+    if (rt === nullValueEnum(rt)) return null;
+    const n = typeof v === 'number' ? v : Number(v);
+    return rt.valuesById[n] ?? n;
+  }
+  return scalarToJson(f, v);
+}
+
+const INT64 = new Set(['int64', 'uint64', 'sint64', 'fixed64', 'sfixed64']);
+
+function scalarToJson(f: Field, v: unknown): unknown {
+  if (INT64.has(f.type)) return String(v);
+  if (f.type === 'bytes') return Buffer.from(v as Uint8Array).toString('base64');
+  if (f.type === 'double' || f.type === 'float') {
+    const n = v as number;
+    if (Number.isNaN(n)) return 'NaN';
+    if (n === Infinity) return 'Infinity';
+    if (n === -Infinity) return '-Infinity';
+    return f.type === 'float' ? shortestFloat32(n) : n;
+  }
+  return v;
+}
+
+/** The shortest decimal that reads back as the same float32 (what protobuf's JSON printer writes). */
+function shortestFloat32(n: number): number {
+  for (let p = 1; p <= 9; p++) {
+    const c = Number(n.toPrecision(p));
+    if (Math.fround(c) === n) return c;
+  }
+  return n;
+}
+
+function isDefault(v: unknown): boolean {
+  if (v === 0 || v === '' || v === false) return true;
+  if (v instanceof Uint8Array) return v.length === 0;
+  if (typeof v === 'object' && v !== null && 'low' in v && 'high' in v) {
+    const l = v as { low: number; high: number };
+    return l.low === 0 && l.high === 0;
+  }
+  return false;
+}
+
+function structToJson(msg: Json, type: Type, path: string): Json {
+  const vt = (type.fields.fields.resolvedType as Type);
+  const out: Json = {};
+  for (const [k, v] of Object.entries((own(msg, 'fields') as Json | undefined) ?? {})) {
+    out[k] = valueToJson(v as Json, vt, join(path, k));
+  }
+  return out;
+}
+
+/** protobufjs's bundled google.protobuf.Value uses lowerCamel field names; loaded .proto files keep snake_case. */
+function vname(type: Type, snake: string): string {
+  return type.fields[snake] ? snake : snake.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+}
+
+function valueToJson(msg: Json, type: Type, path: string): unknown {
+  const get = (k: string): unknown => own(msg, vname(type, k));
+  const has = (k: string): boolean => get(k) !== undefined && get(k) !== null;
+  if (has('null_value')) return null;
+  if (has('number_value')) return scalarToJson(type.fields[vname(type, 'number_value')], get('number_value'));
+  if (has('string_value')) return get('string_value');
+  if (has('bool_value')) return get('bool_value');
+  if (has('struct_value')) return structToJson(get('struct_value') as Json, type.fields[vname(type, 'struct_value')].resolvedType as Type, path);
+  if (has('list_value')) return messageToJson(type.fields[vname(type, 'list_value')].resolvedType as Type, get('list_value') as Json, path);
+  return null;
+}
+
+function toBigInt(v: unknown): bigint {
+  if (v === undefined || v === null) return 0n;
+  return BigInt(String(v));
+}
+
+function fraction(nanos: number): string {
+  if (nanos === 0) return '';
+  if (nanos % 1_000_000 === 0) return `.${String(nanos / 1_000_000).padStart(3, '0')}`;
+  if (nanos % 1_000 === 0) return `.${String(nanos / 1_000).padStart(6, '0')}`;
+  return `.${String(nanos).padStart(9, '0')}`;
+}
+
+function formatDuration(seconds: unknown, nanos: unknown): string {
+  const s = toBigInt(seconds);
+  const n = Number(nanos ?? 0);
+  const neg = s < 0n || n < 0;
+  const abs = s < 0n ? -s : s;
+  return `${neg ? '-' : ''}${abs}${fraction(Math.abs(n))}s`;
+}
+
+function formatTimestamp(seconds: unknown, nanos: unknown): string {
+  const s = Number(toBigInt(seconds));
+  const iso = new Date(s * 1000).toISOString(); // 1970-01-01T00:00:00.000Z
+  return `${iso.slice(0, 19)}${fraction(Number(nanos ?? 0))}Z`;
+}
