@@ -115,7 +115,9 @@ export class ActiveListener {
       directSourceIp: stripMapped(socket.remoteAddress ?? ''), sourceIp: stripMapped(socket.remoteAddress ?? ''), sourcePort: socket.remotePort ?? 0,
       serverName: '', transportProtocol: '', applicationProtocols: [],
     };
-    const { tlsInspector, httpInspector } = this.config;
+    const port = dst.port;
+    const tlsInspector = this.config.tlsInspector !== undefined && !this.config.tlsInspector(port);
+    const httpInspector = this.config.httpInspector !== undefined && !this.config.httpInspector(port);
     if (!tlsInspector && !httpInspector) return this.dispatch(socket, facts, dst);
     peek(socket, (bytes) => {
       const hello = tlsInspector ? parseClientHello(bytes) : undefined;

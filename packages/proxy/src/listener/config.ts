@@ -4,6 +4,7 @@ import { compileDownstreamTls, DOWNSTREAM_TLS, type DownstreamTls } from '../tls
 import { compileHcm, HCM_TYPE, type HcmConfig } from '../filters/network/http_connection_manager/config.ts';
 import { compileTcpProxy, TCP_PROXY_TYPE, type TcpProxyConfig } from '../filters/network/tcp_proxy/config.ts';
 import { compileFilterChainMatcher, type FilterChainMatcher } from './filter-chain-match.ts';
+import { compileFilterDisabled, NEVER_DISABLED, type DisabledPredicate } from './filter-disabled.ts';
 
 const TLS_INSPECTOR = 'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector';
 const HTTP_INSPECTOR = 'type.googleapis.com/envoy.extensions.filters.listener.http_inspector.v3.HttpInspector';
@@ -34,8 +35,9 @@ export interface ListenerConfig {
   readonly bindToPort: boolean;
   readonly useOriginalDst: boolean;
   readonly transparent: boolean;
-  readonly tlsInspector: boolean;
-  readonly httpInspector: boolean;
+  /** The inspectors, each with its filter_disabled predicate (undefined = not configured). */
+  readonly tlsInspector: DisabledPredicate | undefined;
+  readonly httpInspector: DisabledPredicate | undefined;
   readonly originalDst: boolean;
   readonly listenerFiltersTimeoutMs: number;
   readonly continueOnListenerFiltersTimeout: boolean;
@@ -51,14 +53,17 @@ export function compileListener(m: Msg, index: number): ListenerConfig {
   }
   const address = readAddress(m.requiredMsg('address'));
   const name = m.str('name') || `listener_${index}`;
-  let tlsInspector = false, httpInspector = false, originalDst = false;
+  let tlsInspector: DisabledPredicate | undefined, httpInspector: DisabledPredicate | undefined, originalDst = false;
   for (const lf of m.list('listener_filters')) {
     const tc = lf.msg('typed_config');
     const url = tc?.str('@type') || LISTENER_FILTER_NAMES[lf.str('name')] || '';
-    if (lf.has('filter_disabled')) throw lf.error('filter_disabled', 'is not supported yet');
-    if (url === TLS_INSPECTOR) tlsInspector = true;
-    else if (url === HTTP_INSPECTOR) httpInspector = true;
-    else if (url === ORIGINAL_DST) originalDst = true;
+    const disabled = lf.has('filter_disabled') ? compileFilterDisabled(lf.requiredMsg('filter_disabled')) : NEVER_DISABLED;
+    if (url === TLS_INSPECTOR) tlsInspector = disabled;
+    else if (url === HTTP_INSPECTOR) httpInspector = disabled;
+    else if (url === ORIGINAL_DST) {
+      if (lf.has('filter_disabled')) throw lf.error('filter_disabled', 'is not supported on original_dst');
+      originalDst = true;
+    }
     else throw lf.error(tc ? 'typed_config' : 'name', `unsupported listener filter ${url || lf.str('name')}`);
   }
   const chains = m.list('filter_chains');
@@ -92,7 +97,11 @@ function compileChain(m: Msg): FilterChainConfig {
     if (f.has('config_discovery')) throw f.error('config_discovery', 'ECDS needs dynamic_resources (not served yet)');
     const tc = f.msg('typed_config');
     const url = tc?.str('@type') || NETWORK_FILTER_NAMES[f.str('name')] || '';
-    if (url !== HCM_TYPE && url !== TCP_PROXY_TYPE) throw f.error(tc ? 'typed_config' : 'name', `unsupported network filter ${url || f.str('name')}`);
+    if (url !== HCM_TYPE && url !== TCP_PROXY_TYPE) {
+      // A TypedStruct names the real extension in its own type_url: report that one.
+      const inner = url.endsWith('.TypedStruct') ? tc?.str('type_url') : '';
+      throw f.error(tc ? 'typed_config' : 'name', `unsupported network filter ${inner ? `${inner} (in ${url})` : url || f.str('name')}`);
+    }
     if (i !== filters.length - 1) throw f.error('', `${url} is a terminal filter and must be last`);
     if (!tc) throw f.error('typed_config', 'is required');
     terminal = url === HCM_TYPE ? { kind: 'hcm', config: compileHcm(tc) } : { kind: 'tcp_proxy', config: compileTcpProxy(tc) };
