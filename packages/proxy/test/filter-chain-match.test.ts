@@ -266,7 +266,7 @@ describe('config errors', () => {
     fails({ a: { source_prefix_ranges: [{ address_prefix: '10.0.0.0', prefix_len: 40 }] } }, 'filter_chains[0].filter_chain_match.source_prefix_ranges[0].prefix_len', /\[0, 32\]/);
     fails({ a: { source_type: 'LOCAL' } }, 'filter_chains[0].filter_chain_match.source_type', /unknown value/);
     fails({ a: { sni_domains: ['x'] } }, 'filter_chains[0].filter_chain_match.sni_domains', /not supported/);
-    fails({ a: { address_suffix: '::1' } }, 'filter_chains[0].filter_chain_match.address_suffix', /not implemented/);
+    fails({ a: { address_suffix: '::1' } }, 'filter_chains[0].filter_chain_match.address_suffix', /not supported/);
   });
 });
 

@@ -115,7 +115,7 @@ function chainKeys(m: Msg | undefined, ranges: Map<string, CidrRange>): Key[][] 
   if (!m) return keys;
   m.onlyFields(FIELDS);
   if (m.str('address_suffix') !== '' || m.has('suffix_len')) {
-    throw m.error(m.has('suffix_len') ? 'suffix_len' : 'address_suffix', 'is not implemented (Envoy rejects it too)');
+    throw m.error(m.has('suffix_len') ? 'suffix_len' : 'address_suffix', 'is not supported (Envoy rejects it too)');
   }
   if (m.has('destination_port')) keys[L_DPORT] = [port(m.num('destination_port'), m.field('destination_port'))];
   keys[L_DIP] = cidrKeys(m, 'prefix_ranges', ranges);
