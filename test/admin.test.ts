@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { cleanup, startProxy, type Json, type RunningProxy } from './lib/proxy.ts';
 import { startHttpBackend, type Backend } from './lib/backends.ts';
 import { have, request, run, sleep } from './lib/client.ts';
-import { simpleHttp } from './lib/config.ts';
+import { bootstrap, chain, cluster, hcm, listener, routeTo, simpleHttp, vhost } from './lib/config.ts';
 
 const ADMIN = 'type.googleapis.com/envoy.admin.v3.';
 
@@ -149,19 +149,26 @@ describe('admin lifecycle', { timeout: 60_000 }, () => {
   });
 
   test('--concurrency 2: both workers serve (one pooled upstream connection each), stats are merged', async (t) => {
-    const proxy = await startProxy((p) => simpleHttp(p('http'), backend.port, { statPrefix: 'multi' }), { ports: ['http'], args: ['--concurrency', '2'] });
+    // A domain of its own: with dynamic ports another test's stray client could reach this listener;
+    // its requests then end as 404 and leave the 2xx and upstream counts below untouched.
+    const proxy = await startProxy((p) => bootstrap(
+      [listener(p('http'), [chain(hcm([vhost([routeTo('backend')], ['multi.test'])], { statPrefix: 'multi' }))])],
+      [cluster('backend', [backend.port])],
+    ), { ports: ['http'], args: ['--concurrency', '2'] });
     t.after(() => proxy.stop());
     const before = backend.connections;
     const n = 60;
-    for (let i = 0; i < n; i++) assert.equal((await request(`http://127.0.0.1:${proxy.ports.http}/w/${i}`, { agent: false })).status, 200);
+    for (let i = 0; i < n; i++) {
+      assert.equal((await request(`http://127.0.0.1:${proxy.ports.http}/w/${i}`, { agent: false, headers: { host: 'multi.test' } })).status, 200);
+    }
     // Each new downstream connection lands on a worker chosen by the kernel (SO_REUSEPORT); each
     // worker keeps its own upstream pool, so sequential requests make exactly one upstream
     // connection per worker that served traffic.
     assert.equal(backend.connections - before, 2, `upstream connections: ${backend.connections - before}`);
-    assert.equal(await proxy.stat('http.multi.downstream_rq_total'), n);
-    assert.equal(await proxy.stat('http.multi.downstream_cx_total'), n);
+    assert.equal(await proxy.stat('http.multi.downstream_rq_2xx'), n);
+    assert.equal(await proxy.stat('cluster.backend.upstream_rq_total'), n);
     const prom = parsePrometheus((await proxy.admin('/stats/prometheus')).body);
-    assert.equal(prom.get('envoy_http_downstream_rq_total{envoy_http_conn_manager_prefix="multi"}'), n);
+    assert.equal(prom.get('envoy_http_downstream_rq_xx{envoy_response_code_class="2",envoy_http_conn_manager_prefix="multi"}'), n);
     const info = JSON.parse((await proxy.admin('/server_info')).body) as { command_line_options: Json };
     assert.equal(info.command_line_options.concurrency, 2);
   });
