@@ -72,7 +72,7 @@ export function parseHead(buf: Buffer, start: number, end: number, isRequest: bo
     }
     if (i === pos || i === eol) return 'bad-request';
     const rawName = text.slice(pos, i);
-    const name = upper ? rawName.toLowerCase() : rawName;
+    const name = upper ? lowerName(rawName) : rawName;
     // Value: OWS-trimmed, no control characters but HTAB.
     let vs = i + 1, ve = eol;
     for (let j = vs; j < ve; j++) {
@@ -116,6 +116,22 @@ export function parseHead(buf: Buffer, start: number, end: number, isRequest: bo
   if (head.versionMinor === 0 && !keepAlive) head.close = true;
   head.upgrade = connectionUpgrade && headers.upgrade !== undefined;
   return head;
+}
+
+/**
+ * Lower-cased header names, cached: peers send the same mixed-case names on every
+ * message, and a cached name is already an internalised string, so using it as a
+ * property key skips both toLowerCase and the string-table lookup. Bounded.
+ */
+const LOWER = new Map<string, string>();
+
+function lowerName(raw: string): string {
+  let v = LOWER.get(raw);
+  if (v === undefined) {
+    v = raw.toLowerCase();
+    if (LOWER.size < 1024) LOWER.set(raw, v);
+  }
+  return v;
 }
 
 /**
