@@ -6,16 +6,16 @@
  * integers as strings, bytes as base64, default values omitted.
  */
 import type { Field, Type } from 'protobufjs';
+import { ConfigError } from '../core/errors.ts';
 import { isEnum, isType, typeForUrl } from './protos.ts';
 
 type Json = Record<string, unknown>;
 
-export class XdsDecodeError extends Error {
-  readonly path: string;
+/** A resource that cannot be decoded: a ConfigError, so NACKs name the field path like config errors do. */
+export class XdsDecodeError extends ConfigError {
   constructor(path: string, message: string) {
-    super(path ? `${path}: ${message}` : message);
+    super(path, message);
     this.name = 'XdsDecodeError';
-    this.path = path;
   }
 }
 

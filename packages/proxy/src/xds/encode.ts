@@ -4,16 +4,16 @@
  * as an Any. Used by tests now and by the local control plane later.
  */
 import type { Field, Type } from 'protobufjs';
+import { ConfigError } from '../core/errors.ts';
 import { isType, typeForUrl } from './protos.ts';
 
 type Json = Record<string, unknown>;
 
-export class XdsEncodeError extends Error {
-  readonly path: string;
+/** A resource that cannot be encoded: a ConfigError, so NACKs name the field path like config errors do. */
+export class XdsEncodeError extends ConfigError {
   constructor(path: string, message: string) {
-    super(path ? `${path}: ${message}` : message);
+    super(path, message);
     this.name = 'XdsEncodeError';
-    this.path = path;
   }
 }
 
