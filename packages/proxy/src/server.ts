@@ -5,6 +5,7 @@ import { ClusterManager } from './upstream/manager.ts';
 import { ActiveListener } from './listener/active.ts';
 import { startAdmin } from './admin/server.ts';
 import { log } from './core/log.ts';
+import { setLocalNode } from './core/node.ts';
 
 export interface ServerOptions {
   readonly concurrency: number;
@@ -41,6 +42,7 @@ export class ProxyServer {
     this.bootstrap = bootstrap;
     this.options = options;
     this.clusters = new ClusterManager(this.stats);
+    setLocalNode(bootstrap.node);
   }
 
   async start(): Promise<void> {

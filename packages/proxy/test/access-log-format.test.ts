@@ -7,7 +7,7 @@ import { ConfigError } from '../src/core/errors.ts';
 
 const CONN: ConnInfo = {
   id: 42, remoteAddress: '10.1.2.3', remotePort: 51000, localAddress: '10.0.0.9', localPort: 15006,
-  originalDst: { address: '10.0.0.9', port: 9080 }, tls: true, serverName: 'reviews.default.svc', alpn: 'h2', startTime: 0,
+  originalDst: { address: '10.0.0.9', port: 9080 }, tls: true, serverName: 'reviews.default.svc', alpn: 'h2', peerUriSans: [], filterState: undefined, startTime: 0,
 };
 
 /** The request from Envoy's documented default-format example. */

@@ -15,7 +15,7 @@ type HeaderMap = Record<string, string | string[] | undefined>;
 
 const CONN: ConnInfo = {
   id: 7, remoteAddress: '10.1.2.3', remotePort: 51000, localAddress: '10.0.0.9', localPort: 15006,
-  originalDst: { address: '10.0.0.9', port: 9080 }, tls: false, serverName: '', alpn: '', startTime: 0,
+  originalDst: { address: '10.0.0.9', port: 9080 }, tls: false, serverName: '', alpn: '', peerUriSans: [], filterState: undefined, startTime: 0,
 };
 const START = Date.UTC(2024, 0, 2, 3, 4, 5, 6);
 

@@ -11,7 +11,7 @@ type Json = Record<string, unknown>;
 
 const CONN: ConnInfo = {
   id: 1, remoteAddress: '10.0.0.1', remotePort: 40000, localAddress: '10.0.0.2', localPort: 8080,
-  originalDst: { address: '10.0.0.2', port: 8080 }, tls: false, serverName: '', alpn: '', startTime: 0,
+  originalDst: { address: '10.0.0.2', port: 8080 }, tls: false, serverName: '', alpn: '', peerUriSans: [], filterState: undefined, startTime: 0,
 };
 
 /** A request record over a fake exchange (only the fields local replies read). */

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { LocalNode } from '../core/node.ts';
 import { parse as parseYaml } from 'yaml';
 import { Msg } from './fields.ts';
 import { normalizeKeys } from './normalize.ts';
@@ -13,7 +14,7 @@ const ACCEPTED = new Set(['node', 'static_resources', 'admin', 'layered_runtime'
   'typed_dns_resolver_config', 'dns_resolution_config', 'node_context_params', 'default_regex_engine']);
 
 export interface BootstrapConfig {
-  readonly node: { id: string; cluster: string; metadata: Record<string, unknown> };
+  readonly node: LocalNode;
   readonly admin: { address: SocketAddress } | undefined;
   readonly listeners: readonly ListenerConfig[];
   readonly clusters: readonly ClusterConfig[];
@@ -85,7 +86,10 @@ export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig 
   const node = m.msg('node');
   const admin = m.msg('admin');
   return {
-    node: { id: node?.str('id') ?? '', cluster: node?.str('cluster') ?? '', metadata: (node?.raw.metadata as Record<string, unknown>) ?? {} },
+    node: {
+      id: node?.str('id') ?? '', cluster: node?.str('cluster') ?? '', metadata: (node?.raw.metadata as Record<string, unknown>) ?? {},
+      locality: (node?.raw.locality as LocalNode['locality']) ?? {},
+    },
     admin: admin?.has('address') ? { address: readAddress(admin.requiredMsg('address')) } : undefined,
     listeners,
     clusters,

@@ -12,8 +12,15 @@ import type { StatsStore, Counter, Gauge } from '../stats/store.ts';
 import { sansAccepted } from '../tls/context.ts';
 import { originalDestination, available as sockoptAvailable } from '../sys/sockopt.ts';
 import { log } from '../core/log.ts';
+import type { LiveNetworkFilter } from '../filters/network/types.ts';
 
 type Terminal = HttpConnectionManager | TcpProxy;
+
+/** One filter chain made live: its read filters and terminal, shared by the chain's connections. */
+interface LiveChain {
+  readonly filters: readonly LiveNetworkFilter[];
+  readonly terminal: Terminal;
+}
 
 class ListenerStats {
   readonly cxTotal: Counter;
@@ -40,7 +47,7 @@ class ListenerStats {
  */
 export class ActiveListener {
   readonly config: ListenerConfig;
-  private readonly terminals = new Map<FilterChainConfig, Terminal>();
+  private readonly live = new Map<FilterChainConfig, LiveChain>();
   private readonly stats: ListenerStats;
   private server: Server | undefined;
   /** Finds the listener for an original destination (use_original_dst hand-off). */
@@ -57,15 +64,17 @@ export class ActiveListener {
   private readonly clusters: ClusterManager;
   private readonly store: StatsStore;
 
-  private terminalFor(chain: FilterChainConfig): Terminal {
-    let t = this.terminals.get(chain);
-    if (!t) {
-      t = chain.terminal.kind === 'hcm'
+  private liveChain(chain: FilterChainConfig): LiveChain {
+    let c = this.live.get(chain);
+    if (!c) {
+      const scope = { store: this.store, clusters: this.clusters };
+      const terminal = chain.terminal.kind === 'hcm'
         ? new HttpConnectionManager(chain.terminal.config, this.clusters, this.store)
         : new TcpProxy(chain.terminal.config, this.clusters, this.store);
-      this.terminals.set(chain, t);
+      c = { filters: chain.readFilters.map((f) => f.live(scope)), terminal };
+      this.live.set(chain, c);
     }
-    return t;
+    return c;
   }
 
   listen(reusePort: boolean): Promise<void> {
@@ -151,7 +160,7 @@ export class ActiveListener {
       socket.destroy();
       return;
     }
-    const terminal = this.terminalFor(chain);
+    const live = this.liveChain(chain);
     const base = {
       id: nextConnectionId(),
       remoteAddress: stripMapped(socket.remoteAddress ?? ''),
@@ -162,10 +171,10 @@ export class ActiveListener {
       startTime: Date.now(),
     };
     if (!chain.tls) {
-      const info: ConnInfo = { ...base, tls: false, serverName: facts.serverName, alpn: '' };
+      const info: ConnInfo = { ...base, tls: false, serverName: facts.serverName, alpn: '', peerUriSans: NO_SANS, filterState: undefined };
       setConnInfo(socket, info);
       // The terminal filter starts reading (a sniffed socket must not be resumed before its codec owns it).
-      terminal.onConnection(socket, info);
+      runChain(live, socket, info);
       return;
     }
     const tls = chain.tls;
@@ -184,9 +193,12 @@ export class ActiveListener {
         return;
       }
       this.stats.handshake.inc();
-      const info: ConnInfo = { ...base, tls: true, serverName: (secure as TLSSocket & { servername?: string }).servername || facts.serverName, alpn: secure.alpnProtocol || '' };
+      const info: ConnInfo = {
+        ...base, tls: true, serverName: (secure as TLSSocket & { servername?: string }).servername || facts.serverName,
+        alpn: secure.alpnProtocol || '', peerUriSans: secure.authorized ? uriSans(secure) : NO_SANS, filterState: undefined,
+      };
       setConnInfo(secure, info);
-      terminal.onConnection(secure as unknown as Socket, info);
+      runChain(live, secure as unknown as Socket, info);
     });
     // No socket.resume(): the TLS layer reads the handle itself (and first drains bytes a listener filter peeked).
   }
@@ -194,13 +206,32 @@ export class ActiveListener {
   /** Stop accepting; existing connections drain (HTTP: GOAWAY / connection: close). */
   drain(): void {
     this.server?.close();
-    for (const t of this.terminals.values()) if (t instanceof HttpConnectionManager) t.drain();
+    for (const c of this.live.values()) if (c.terminal instanceof HttpConnectionManager) c.terminal.drain();
   }
 
   close(): void {
     this.server?.close();
-    for (const t of this.terminals.values()) if (t instanceof HttpConnectionManager) t.close();
+    for (const c of this.live.values()) if (c.terminal instanceof HttpConnectionManager) c.terminal.close();
   }
+}
+
+const NO_SANS: readonly string[] = [];
+
+/** Read filters in order, then the terminal; a filter that answers 'close' ends the connection. */
+function runChain(live: LiveChain, socket: Socket, info: ConnInfo): void {
+  for (const f of live.filters) {
+    if (f.onConnection(socket, info) === 'close') { socket.destroy(); return; }
+  }
+  live.terminal.onConnection(socket, info);
+}
+
+/** The URI SANs (SPIFFE ids) of the peer certificate. */
+function uriSans(secure: TLSSocket): readonly string[] {
+  const alt = secure.getPeerCertificate()?.subjectaltname;
+  if (!alt) return NO_SANS;
+  const out: string[] = [];
+  for (const part of alt.split(', ')) if (part.startsWith('URI:')) out.push(part.slice(4));
+  return out;
 }
 
 function stripMapped(ip: string): string {

@@ -5,6 +5,9 @@ import { compileHcm, HCM_TYPE, type HcmConfig } from '../filters/network/http_co
 import { compileTcpProxy, TCP_PROXY_TYPE, type TcpProxyConfig } from '../filters/network/tcp_proxy/config.ts';
 import { compileFilterChainMatcher, type FilterChainMatcher } from './filter-chain-match.ts';
 import { compileFilterDisabled, NEVER_DISABLED, type DisabledPredicate } from './filter-disabled.ts';
+import { NETWORK_FILTERS_BY_NAME, NETWORK_FILTERS_BY_URL } from '../filters/network/registry.ts';
+import type { NetworkFilterConfig } from '../filters/network/types.ts';
+import { describeTypedConfig, readTypedConfig } from '../config/typed-config.ts';
 
 const TLS_INSPECTOR = 'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector';
 const HTTP_INSPECTOR = 'type.googleapis.com/envoy.extensions.filters.listener.http_inspector.v3.HttpInspector';
@@ -20,12 +23,14 @@ const NETWORK_FILTER_NAMES: Record<string, string> = {
 };
 const RAW_BUFFER = 'type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer';
 
-/** The terminal network filter of a chain; other network filters are not built yet. */
+/** The terminal network filter of a chain. */
 export type Terminal = { kind: 'hcm'; config: HcmConfig } | { kind: 'tcp_proxy'; config: TcpProxyConfig };
 
 export interface FilterChainConfig {
   readonly name: string;
   readonly tls: DownstreamTls | undefined;
+  /** The read filters before the terminal, in order. */
+  readonly readFilters: readonly NetworkFilterConfig[];
   readonly terminal: Terminal;
 }
 
@@ -93,20 +98,23 @@ function compileChain(m: Msg): FilterChainConfig {
   const filters = m.list('filters');
   if (filters.length === 0) throw m.error('filters', 'a filter chain needs a terminal network filter');
   let terminal: Terminal | undefined;
+  const readFilters: NetworkFilterConfig[] = [];
   for (const [i, f] of filters.entries()) {
     if (f.has('config_discovery')) throw f.error('config_discovery', 'ECDS needs dynamic_resources (not served yet)');
-    const tc = f.msg('typed_config');
-    const url = tc?.str('@type') || NETWORK_FILTER_NAMES[f.str('name')] || '';
-    if (url !== HCM_TYPE && url !== TCP_PROXY_TYPE) {
-      // A TypedStruct names the real extension in its own type_url: report that one.
-      const inner = url.endsWith('.TypedStruct') ? tc?.str('type_url') : '';
-      throw f.error(tc ? 'typed_config' : 'name', `unsupported network filter ${inner ? `${inner} (in ${url})` : url || f.str('name')}`);
+    const typed = readTypedConfig(f);
+    const url = typed.url || NETWORK_FILTER_NAMES[f.str('name')] || '';
+    if (url === HCM_TYPE || url === TCP_PROXY_TYPE) {
+      if (i !== filters.length - 1) throw f.error('', `${url} is a terminal filter and must be last`);
+      if (!typed.msg) throw f.error('typed_config', 'is required');
+      terminal = url === HCM_TYPE ? { kind: 'hcm', config: compileHcm(typed.msg) } : { kind: 'tcp_proxy', config: compileTcpProxy(typed.msg) };
+      continue;
     }
-    if (i !== filters.length - 1) throw f.error('', `${url} is a terminal filter and must be last`);
-    if (!tc) throw f.error('typed_config', 'is required');
-    terminal = url === HCM_TYPE ? { kind: 'hcm', config: compileHcm(tc) } : { kind: 'tcp_proxy', config: compileTcpProxy(tc) };
+    const ext = typed.url ? NETWORK_FILTERS_BY_URL.get(typed.url) : NETWORK_FILTERS_BY_NAME.get(f.str('name'));
+    if (!ext) throw f.error(typed.url ? 'typed_config' : 'name', `unsupported network filter ${describeTypedConfig(typed, f.str('name'))}`);
+    readFilters.push(ext.compile(f.str('name'), typed.msg));
   }
-  return { name: m.str('name'), tls: readDownstreamTransport(m), terminal: terminal as Terminal };
+  if (!terminal) throw m.error('filters', 'the last network filter must be a terminal filter (http_connection_manager or tcp_proxy)');
+  return { name: m.str('name'), tls: readDownstreamTransport(m), readFilters, terminal };
 }
 
 function readDownstreamTransport(m: Msg): DownstreamTls | undefined {

@@ -12,7 +12,11 @@ export interface ConnInfo {
   readonly tls: boolean;
   readonly serverName: string;
   readonly alpn: string;
+  /** URI SANs of the verified peer certificate (SPIFFE ids), empty without mutual TLS. */
+  readonly peerUriSans: readonly string[];
   readonly startTime: number;
+  /** Per-connection facts filters hand to later filters (Envoy's filter state), made on first use. */
+  filterState: Map<string, unknown> | undefined;
 }
 
 const infos = new WeakMap<Socket, ConnInfo>();

@@ -5,6 +5,7 @@ import { compileAccessLogs, type AccessLogger } from '../../../telemetry/access-
 import { compileLocalReplyConfig, type LocalReplyConfig } from '../../../http/local-reply-config.ts';
 import { HTTP_FILTERS_BY_NAME, HTTP_FILTERS_BY_URL } from '../../http/registry.ts';
 import type { HttpFilterConfig } from '../../http/types.ts';
+import { describeTypedConfig, readTypedConfig } from '../../../config/typed-config.ts';
 
 export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 const CODECS = ['AUTO', 'HTTP1', 'HTTP2', 'HTTP3'] as const;
@@ -59,15 +60,16 @@ export function compileHcm(m: Msg): HcmConfig {
   const httpFilters: HttpFilterConfig[] = [];
   for (const [i, f] of filters.entries()) {
     if (f.has('config_discovery')) throw f.error('config_discovery', 'ECDS needs dynamic_resources (not served yet)');
-    const tc = f.msg('typed_config');
-    const url = tc?.str('@type') ?? '';
+    const typed = readTypedConfig(f);
+    const tc = typed.msg;
+    const url = typed.url;
     const name = f.requiredStr('name');
     const isRouter = url === ROUTER_TYPE || (!tc && name === 'envoy.filters.http.router');
     if (!isRouter) {
       const ext = tc ? HTTP_FILTERS_BY_URL.get(url) : HTTP_FILTERS_BY_NAME.get(name);
       if (ext) { if (!f.bool('disabled')) httpFilters.push(ext.compile(name, tc)); continue; }
       if (f.bool('is_optional')) continue;
-      throw f.error(tc ? 'typed_config' : 'name', `unsupported HTTP filter ${url || name}`);
+      throw f.error(tc ? 'typed_config' : 'name', `unsupported HTTP filter ${describeTypedConfig(typed, name)}`);
     }
     if (i !== filters.length - 1) throw f.error('', 'the router must be the last HTTP filter');
     router = compileRouterFilter(tc);

@@ -1,0 +1,28 @@
+import { Msg } from './fields.ts';
+
+const TYPED_STRUCTS = new Set(['type.googleapis.com/udpa.type.v1.TypedStruct', 'type.googleapis.com/xds.type.v3.TypedStruct']);
+
+/** An extension's typed_config with TypedStruct unwrapped: the real type URL and its message. */
+export interface TypedConfig {
+  /** The extension's type URL ('' when there is no typed_config). */
+  readonly url: string;
+  /** The config message: the Any itself, or a TypedStruct's `value` (empty when it has none). */
+  readonly msg: Msg | undefined;
+  /** The outer type URL when the config came wrapped in a TypedStruct. */
+  readonly wrapper: string;
+}
+
+export function readTypedConfig(owner: Msg, key = 'typed_config'): TypedConfig {
+  const tc = owner.msg(key);
+  if (!tc) return { url: '', msg: undefined, wrapper: '' };
+  const url = tc.str('@type');
+  if (!TYPED_STRUCTS.has(url)) return { url, msg: tc, wrapper: '' };
+  const inner = tc.requiredStr('type_url');
+  const value = tc.raw.value ?? {};
+  return { url: inner.includes('/') ? inner : `type.googleapis.com/${inner}`, msg: new Msg(value, tc.field('value')), wrapper: url };
+}
+
+/** How an unsupported extension is named in errors: the inner type, and the wrapper if any. */
+export function describeTypedConfig(t: TypedConfig, legacyName: string): string {
+  return t.wrapper ? `${t.url} (in ${t.wrapper})` : t.url || legacyName;
+}
