@@ -9,7 +9,7 @@ import { xdsRoot } from '../src/xds/protos.ts';
 
 type Json = Record<string, unknown>;
 
-const DUMP = '/work/shared/fixtures/istio-istio/istioctl/pkg/authz/testdata/configdump.yaml';
+const DUMP = new URL('../../../../shared/fixtures/istio-istio/istioctl/pkg/authz/testdata/configdump.yaml', import.meta.url);
 const LISTENER = 'type.googleapis.com/envoy.config.listener.v3.Listener';
 
 function dynamicListeners(): Json[] {
