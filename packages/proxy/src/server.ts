@@ -2,7 +2,12 @@ import type { Server } from 'node:http';
 import type { BootstrapConfig } from './config/bootstrap.ts';
 import { StatsStore } from './stats/store.ts';
 import { ClusterManager } from './upstream/manager.ts';
-import { ActiveListener } from './listener/active.ts';
+import { ListenerManager } from './listener/manager.ts';
+import { DynamicConfig } from './xds/dynamic-config.ts';
+import { AdsClient } from './xds/ads-client.ts';
+import { adsTransport } from './xds/bootstrap-ads.ts';
+import { Msg } from './config/fields.ts';
+import type { XdsUpdate } from './xds/types.ts';
 import { startAdmin } from './admin/server.ts';
 import { log } from './core/log.ts';
 import { setLocalNode } from './core/node.ts';
@@ -17,6 +22,10 @@ export interface ServerOptions {
   readonly reusePort: boolean;
   /** Start the admin server (only the main thread does). */
   readonly admin: boolean;
+  /** A --concurrency worker: apply the xDS updates the main thread forwards instead of opening ADS. */
+  readonly xdsFollower?: boolean;
+  /** Extra gRPC metadata for the xDS stream (the Istio agent's bearer token and ClusterID). */
+  readonly xdsHeaders?: () => Record<string, string>;
 }
 
 export type ServerState = 'PRE_INITIALIZING' | 'INITIALIZING' | 'LIVE' | 'DRAINING';
@@ -29,7 +38,10 @@ export class ProxyServer {
   readonly options: ServerOptions;
   readonly stats = new StatsStore();
   readonly clusters: ClusterManager;
-  readonly listeners: ActiveListener[] = [];
+  readonly listeners: ListenerManager;
+  /** The xDS-driven part of the config (undefined for a static bootstrap). */
+  dynamic: DynamicConfig | undefined;
+  ads: AdsClient | undefined;
   readonly startedAt = Date.now();
   loadedAt = Date.now();
   state: ServerState = 'PRE_INITIALIZING';
@@ -37,11 +49,14 @@ export class ProxyServer {
   /** Stats for admin: this thread's store, or all workers' merged (set by startWorkers). */
   collectStats: () => Promise<StatsStore> = () => Promise.resolve(this.stats);
   private admin: Server | undefined;
+  /** Set by startWorkers: hands each xDS update to the worker threads. */
+  onXdsUpdate: ((update: XdsUpdate) => void) | undefined;
 
   constructor(bootstrap: BootstrapConfig, options: ServerOptions) {
     this.bootstrap = bootstrap;
     this.options = options;
     this.clusters = new ClusterManager(this.stats);
+    this.listeners = new ListenerManager(this.clusters, this.stats, options.reusePort);
     setLocalNode(bootstrap.node);
   }
 
@@ -50,21 +65,51 @@ export class ProxyServer {
     for (const c of this.bootstrap.clusters) this.clusters.addOrUpdate(c);
     // Envoy's init manager: clusters warm (first DNS answer) before listeners open.
     await this.clusters.warm(15_000);
-    const byAddress = new Map<string, ActiveListener>();
-    const redirect = (address: string, port: number): ActiveListener | undefined =>
-      byAddress.get(`${address}:${port}`) ?? byAddress.get(`0.0.0.0:${port}`) ?? byAddress.get(`:::${port}`);
-    for (const cfg of this.bootstrap.listeners) {
-      const l = new ActiveListener(cfg, this.clusters, this.stats, redirect);
-      this.listeners.push(l);
-      byAddress.set(`${cfg.address.address}:${cfg.address.port}`, l);
-    }
+    for (const cfg of this.bootstrap.listeners) await this.listeners.addOrUpdate(cfg);
     const admin = this.bootstrap.admin;
     if (admin && this.options.admin) this.admin = await startAdmin(this, admin.address.address, admin.address.port);
-    for (const l of this.listeners) if (l.config.bindToPort) await l.listen(this.options.reusePort);
-    this.stats.gauge('listener_manager.total_listeners_active').set(this.listeners.length);
-    this.stats.gauge('cluster_manager.active_clusters').set(this.bootstrap.clusters.length);
+    if (this.bootstrap.dynamic) await this.startXds();
+    await this.listeners.start();
+    this.stats.gauge('cluster_manager.active_clusters').set(this.clusters.size);
     this.state = 'LIVE';
-    log.info(`skua-proxy ${VERSION} live: ${this.listeners.length} listeners, ${this.bootstrap.clusters.length} clusters`);
+    log.info(`skua-proxy ${VERSION} live: ${this.listeners.size} listeners, ${this.clusters.size} clusters`);
+  }
+
+  /** dynamic_resources: connect ADS and wait for the first CDS/LDS (Envoy's init manager). */
+  private async startXds(): Promise<void> {
+    const dr = this.bootstrap.dynamic!;
+    const dynamic = new DynamicConfig(this.clusters, this.listeners,
+      new Set(this.bootstrap.clusters.map((c) => c.name)), new Set(this.bootstrap.listeners.map((l) => l.name)));
+    dynamic.gauges = (name, value) => this.stats.gauge(name).set(value);
+    this.dynamic = dynamic;
+    if (this.options.xdsFollower) return;
+    const cluster = this.bootstrap.clusters.find((c) => c.name === dr.clusterName)!;
+    const transport = adsTransport(new Msg(cluster.source, `static_resources.clusters[${cluster.name}]`), dr.authority);
+    const node = this.bootstrap.source.node as Record<string, unknown> | undefined ?? {};
+    const ads = new AdsClient({
+      target: transport.target, credentials: transport.credentials, authority: transport.authority,
+      headers: () => ({ ...dr.initialMetadata, ...this.options.xdsHeaders?.() }),
+      node: { user_agent_name: 'envoy', user_agent_version: `skua-${VERSION}`, ...node }, delta: dr.delta,
+    }, {
+      interest: (typeUrl) => dynamic.interest(typeUrl),
+      apply: (update) => {
+        const rejections = dynamic.apply(update);
+        this.onXdsUpdate?.(update);
+        return rejections;
+      },
+    }, this.stats);
+    this.ads = ads;
+    ads.start();
+    let timer: NodeJS.Timeout | undefined;
+    if (dr.initialFetchTimeoutMs > 0) {
+      timer = setTimeout(() => {
+        log.warn(`xDS: initial fetch timed out after ${dr.initialFetchTimeoutMs} ms; going live with what arrived`);
+        dynamic.giveUpInitialFetch();
+        ads.resubscribe();
+      }, dr.initialFetchTimeoutMs);
+    }
+    await dynamic.initialized;
+    clearTimeout(timer);
   }
 
   get adminPort(): number {
@@ -73,18 +118,13 @@ export class ProxyServer {
   }
 
   listenerStatuses(): Array<{ name: string; address: string; port: number }> {
-    return this.listeners.map((l) => ({ name: l.config.name, address: l.config.address.address, port: l.boundPort }));
+    return this.listeners.all().map((l) => ({ name: l.config.name, address: l.config.address.address, port: l.boundPort }));
   }
 
   /** /drain_listeners: stop accepting; HTTP connections get GOAWAY / `connection: close`. */
   drainListeners(inboundOnly: boolean, graceful: boolean): void {
     this.state = 'DRAINING';
-    const drain = (): void => {
-      for (const l of this.listeners) {
-        if (inboundOnly && (l.config.source.traffic_direction ?? '') !== 'INBOUND') continue;
-        l.drain();
-      }
-    };
+    const drain = (): void => this.listeners.drainAll(inboundOnly);
     // Envoy's graceful drain keeps accepting for the drain time while discouraging reuse.
     if (graceful) setTimeout(drain, this.options.drainTimeS * 1000).unref();
     else drain();
@@ -111,7 +151,8 @@ export class ProxyServer {
   }
 
   async shutdown(code: number): Promise<never> {
-    for (const l of this.listeners) l.close();
+    this.ads?.stop();
+    this.listeners.closeAll();
     this.clusters.closeAll();
     this.admin?.close();
     process.exit(code);

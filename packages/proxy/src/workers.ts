@@ -1,3 +1,4 @@
+import type { XdsUpdate } from './xds/types.ts';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { compileBootstrap, loadBootstrapSource } from './config/bootstrap.ts';
 import { setLogLevel } from './core/log.ts';
@@ -58,6 +59,8 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
     for (const s of snaps) addInto(merged, s);
     return merged;
   };
+  // Only the main thread talks to the control plane; workers apply the same updates.
+  server.onXdsUpdate = (update) => { for (const w of workers) w.postMessage({ xds: update }); };
   await server.start();
 }
 
@@ -66,9 +69,12 @@ async function runWorker(): Promise<void> {
   setLogLevel(data.logLevel);
   try {
     const bootstrap = compileBootstrap(loadBootstrapSource(data.configPath || undefined, data.configYaml || undefined));
-    const server = new ProxyServer(bootstrap, { concurrency: 1, drainTimeS: 0, configPath: data.configPath, configYaml: data.configYaml, logLevel: data.logLevel, reusePort: true, admin: false });
+    const server = new ProxyServer(bootstrap, { concurrency: 1, drainTimeS: 0, configPath: data.configPath, configYaml: data.configYaml, logLevel: data.logLevel, reusePort: true, admin: false, xdsFollower: true });
     await server.start();
-    parentPort!.on('message', (m: string) => { if (m === 'stats') parentPort!.postMessage({ stats: snapshot(server.stats) }); });
+    parentPort!.on('message', (m: string | { xds: XdsUpdate }) => {
+      if (m === 'stats') parentPort!.postMessage({ stats: snapshot(server.stats) });
+      else if (typeof m === 'object' && m.xds) server.dynamic?.apply(m.xds);
+    });
     parentPort!.postMessage({ ready: true });
   } catch (err) {
     parentPort!.postMessage({ error: (err as Error).message });

@@ -172,7 +172,7 @@ describe('loadBootstrapSource', () => {
   });
   test('--config-yaml alone is enough', () => {
     const src = loadBootstrapSource(undefined, 'node: { id: n1, cluster: c1 }');
-    assert.deepEqual(compileBootstrap(src).node, { id: 'n1', cluster: 'c1', metadata: {} });
+    assert.deepEqual(compileBootstrap(src).node, { id: 'n1', cluster: 'c1', metadata: {}, locality: {} });
   });
   test('--config-yaml merges over the file: messages merge, repeated fields append, scalars replace', () => {
     const base = file(JSON.stringify(boot({ extra: { node: { id: 'from-file', cluster: 'c' } } })));
@@ -221,7 +221,7 @@ describe('compileBootstrap: accepted input', () => {
     assert.deepEqual(b.listeners.map((l) => l.name), ['l0']);
     assert.deepEqual(b.clusters.map((c) => c.name), ['backend']);
     assert.equal(b.admin, undefined);
-    assert.deepEqual(b.node, { id: '', cluster: '', metadata: {} });
+    assert.deepEqual(b.node, { id: '', cluster: '', metadata: {}, locality: {} });
   });
   test('accepted no-op top-level fields do not fail', () => {
     compileBootstrap(boot({ extra: { layered_runtime: { layers: [] }, stats_config: {}, overload_manager: {}, cluster_manager: {} } }));
@@ -240,7 +240,15 @@ describe('compileBootstrap: errors name the field', () => {
   const L0 = 'static_resources.listeners[0]';
   const F0 = `${L0}.filter_chains[0].filters[0]`;
   test('unknown top-level field', () => configError(boot({ extra: { no_such_field: 1 } }), 'no_such_field', /not supported/));
-  test('dynamic_resources', () => configError(boot({ extra: { dynamic_resources: { ads_config: {} } } }), 'dynamic_resources', /xDS/));
+  test('dynamic_resources without a gRPC service', () => configError(boot({ extra: { dynamic_resources: { ads_config: {} } } }), 'dynamic_resources.ads_config.grpc_services', /exactly one/));
+  test('dynamic_resources naming an unknown ADS cluster', () => {
+    const ads = { api_type: 'GRPC', grpc_services: [{ envoy_grpc: { cluster_name: 'xds-grpc' } }] };
+    configError(boot({ extra: { dynamic_resources: { ads_config: ads, lds_config: { ads: {} } } } }), 'dynamic_resources.ads_config.grpc_services[0].envoy_grpc.cluster_name', /unknown cluster 'xds-grpc'/);
+  });
+  test('dynamic_resources from files (path_config_source) are refused by name', () => {
+    const ads = { api_type: 'GRPC', grpc_services: [{ envoy_grpc: { cluster_name: 'backend' } }] };
+    configError(boot({ extra: { dynamic_resources: { ads_config: ads, lds_config: { path_config_source: { path: '/x' } } } } }), 'dynamic_resources.lds_config', /ads/);
+  });
   test('static secrets', () => configError({ static_resources: { secrets: [{ name: 's' }] } }, 'static_resources.secrets'));
   test('unknown cluster referenced by a route', () => {
     configError(boot({ routeCluster: 'nope' }), `${F0}.typed_config.route_config.virtual_hosts[0].routes[0].route.cluster`, /unknown cluster 'nope'/);
@@ -283,13 +291,13 @@ describe('compileBootstrap: errors name the field', () => {
     const h = hcm('backend', { access_log: [{ name: 'otel', typed_config: { '@type': url } }] });
     configError(boot({ listeners: [listener('l0', 'backend', 10000, h)] }), `${F0}.typed_config.access_log[0].typed_config.@type`, /open_telemetry/);
   });
-  test('unsupported cluster lb_policy and EDS', () => {
+  test('unsupported cluster lb_policy; EDS clusters take no load_assignment', () => {
     const b = boot();
     b.static_resources.clusters[0].lb_policy = 'LOAD_BALANCING_POLICY_CONFIG';
     configError(b, 'static_resources.clusters[0].lb_policy', /LOAD_BALANCING_POLICY_CONFIG/);
     const e = boot();
     e.static_resources.clusters[0].type = 'EDS';
-    configError(e, 'static_resources.clusters[0].type', /EDS/);
+    configError(e, 'static_resources.clusters[0].load_assignment', /EDS/);
   });
   test('errors inside camelCase input name the snake_case path', () => {
     const src = loadBootstrapSource(undefined, CAMEL_YAML.replace('cluster: backend }', 'cluster: missing }'));

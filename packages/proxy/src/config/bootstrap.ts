@@ -7,17 +7,21 @@ import { readAddress, type SocketAddress } from './address.ts';
 import { ConfigError } from '../core/errors.ts';
 import { compileListener, type ListenerConfig } from '../listener/config.ts';
 import { compileCluster, type ClusterConfig } from '../upstream/cluster-config.ts';
+import { readDynamicResources, type DynamicResources } from '../xds/bootstrap-ads.ts';
 
 /** Top-level Bootstrap fields: handled, accepted as no-ops for a static proxy, or refused. */
 const ACCEPTED = new Set(['node', 'static_resources', 'admin', 'layered_runtime', 'stats_config', 'stats_flush_interval',
   'cluster_manager', 'watchdog', 'watchdogs', 'overload_manager', 'enable_dispatcher_stats', 'use_tcp_for_dns_lookups',
-  'typed_dns_resolver_config', 'dns_resolution_config', 'node_context_params', 'default_regex_engine']);
+  'typed_dns_resolver_config', 'dns_resolution_config', 'node_context_params', 'default_regex_engine', 'application_log_config',
+  'deferred_stat_options']);
 
 export interface BootstrapConfig {
   readonly node: LocalNode;
   readonly admin: { address: SocketAddress } | undefined;
   readonly listeners: readonly ListenerConfig[];
   readonly clusters: readonly ClusterConfig[];
+  /** ADS settings when the bootstrap has dynamic_resources. */
+  readonly dynamic: DynamicResources | undefined;
   /** The bootstrap as given (normalised), for /config_dump. */
   readonly source: Record<string, unknown>;
 }
@@ -60,7 +64,6 @@ function merge(a: unknown, b: unknown): unknown {
 export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig {
   const m = new Msg(raw, '');
   for (const key of Object.keys(raw)) {
-    if (key === 'dynamic_resources') throw m.error(key, 'xDS (dynamic_resources) is not supported by this build yet');
     if (key === 'bootstrap_extensions') {
       const ext = m.list(key)[0];
       if (ext) throw ext.error('typed_config', `unsupported bootstrap extension ${ext.msg('typed_config')?.str('@type') || ext.str('name')}`);
@@ -83,6 +86,9 @@ export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig 
     names.add(l.name);
   }
   checkClusterReferences(sr, clusterNames);
+  const dr = m.msg('dynamic_resources');
+  const dynamic = dr ? readDynamicResources(dr) : undefined;
+  if (dynamic && !clusterNames.has(dynamic.clusterName)) throw dr!.error('ads_config.grpc_services[0].envoy_grpc.cluster_name', `unknown cluster '${dynamic.clusterName}'`);
   const node = m.msg('node');
   const admin = m.msg('admin');
   return {
@@ -93,6 +99,7 @@ export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig 
     admin: admin?.has('address') ? { address: readAddress(admin.requiredMsg('address')) } : undefined,
     listeners,
     clusters,
+    dynamic,
     source: raw,
   };
 }

@@ -46,7 +46,8 @@ class ListenerStats {
  * to the chain's terminal filter.
  */
 export class ActiveListener {
-  readonly config: ListenerConfig;
+  /** Replaced by update(): new connections use the new config, existing ones keep theirs. */
+  config: ListenerConfig;
   private readonly live = new Map<FilterChainConfig, LiveChain>();
   private readonly stats: ListenerStats;
   private server: Server | undefined;
@@ -201,6 +202,17 @@ export class ActiveListener {
       runChain(live, secure as unknown as Socket, info);
     });
     // No socket.resume(): the TLS layer reads the handle itself (and first drains bytes a listener filter peeked).
+  }
+
+  /**
+   * A new config for the same address (an LDS update): the socket stays open, new connections use the
+   * new filter chains, and connections on the old chains drain (HTTP: GOAWAY / connection: close).
+   */
+  update(config: ListenerConfig): void {
+    const old = [...this.live.values()];
+    this.config = config;
+    this.live.clear();
+    for (const c of old) if (c.terminal instanceof HttpConnectionManager) c.terminal.drain();
   }
 
   /** Stop accepting; existing connections drain (HTTP: GOAWAY / connection: close). */

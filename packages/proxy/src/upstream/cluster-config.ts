@@ -18,7 +18,7 @@ const HEALTH = ['UNKNOWN', 'HEALTHY', 'UNHEALTHY', 'DRAINING', 'TIMEOUT', 'DEGRA
 
 /** Behaviour-changing cluster fields that are not built yet: refuse rather than silently ignore. */
 const NOT_YET = ['health_checks', 'lb_subset_config',
-  'cluster_type', 'load_balancing_policy', 'upstream_bind_config', 'transport_socket_matches', 'eds_cluster_config'];
+  'cluster_type', 'load_balancing_policy', 'upstream_bind_config', 'transport_socket_matches'];
 
 export type UpstreamProtocol = 'http1' | 'http2' | 'downstream';
 
@@ -52,6 +52,8 @@ export interface ClusterConfig {
   readonly lbPolicy: (typeof LB_POLICIES)[number];
   readonly connectTimeoutMs: number;
   readonly endpoints: readonly EndpointConfig[];
+  /** EDS: the ClusterLoadAssignment name to subscribe to (service_name, or the cluster name). */
+  readonly edsServiceName: string;
   readonly dnsFamily: (typeof DNS_FAMILIES)[number];
   readonly dnsRefreshMs: number;
   readonly protocol: UpstreamProtocol;
@@ -83,7 +85,8 @@ export function compileCluster(m: Msg): ClusterConfig {
   const name = m.requiredStr('name');
   for (const f of NOT_YET) if (m.has(f)) throw m.error(f, 'is not supported yet');
   const type = m.enumOf('type', DISCOVERY_TYPES);
-  if (type === 'EDS') throw m.error('type', 'EDS clusters need dynamic_resources (xDS), which this build does not serve yet');
+  const edsServiceName = type === 'EDS' ? readEdsConfig(m, name) : '';
+  if (type !== 'EDS' && m.has('eds_cluster_config')) throw m.error('eds_cluster_config', 'is only for EDS clusters');
   const lbPolicy = m.enumOf('lb_policy', LB_POLICIES);
   if (!SUPPORTED_LB.has(lbPolicy)) throw m.error('lb_policy', `${lbPolicy} is not supported yet`);
   if (type === 'ORIGINAL_DST' && m.has('load_assignment')) throw m.error('load_assignment', 'ORIGINAL_DST clusters take no endpoints');
@@ -98,7 +101,8 @@ export function compileCluster(m: Msg): ClusterConfig {
     type,
     lbPolicy,
     connectTimeoutMs: m.durationMs('connect_timeout', 5000),
-    endpoints: readEndpoints(m, type),
+    endpoints: type === 'EDS' ? [] : readEndpoints(m, type),
+    edsServiceName,
     dnsFamily: m.enumOf('dns_lookup_family', DNS_FAMILIES),
     dnsRefreshMs: m.durationMs('dns_refresh_rate', 5000),
     protocol: protocol.protocol,
@@ -161,12 +165,27 @@ function readCircuitBreakers(m: Msg): { normal: CircuitBreakerLimits; high: Circ
   return { normal: readLimits(normal), high: readLimits(high), perHostMaxConnections };
 }
 
+/** eds_cluster_config: EDS over ADS (what istiod sends); returns the assignment name. */
+function readEdsConfig(m: Msg, clusterName: string): string {
+  const eds = m.msg('eds_cluster_config');
+  const source = eds?.msg('eds_config');
+  if (source && !source.has('ads')) throw source.error('', 'only `ads: {}` config sources are supported for EDS');
+  if (!source && eds) throw eds.error('eds_config', 'is required');
+  if (m.has('load_assignment')) throw m.error('load_assignment', 'EDS clusters take their endpoints from EDS');
+  return eds?.str('service_name') || clusterName;
+}
+
 function readEndpoints(m: Msg, type: ClusterConfig['type']): EndpointConfig[] {
   const la = m.msg('load_assignment');
   if (!la) {
     if (type !== 'ORIGINAL_DST') throw m.error('load_assignment', 'is required for STATIC and DNS clusters');
     return [];
   }
+  return readLoadAssignment(la, type);
+}
+
+/** A ClusterLoadAssignment's endpoints (static load_assignment, or an EDS resource). */
+export function readLoadAssignment(la: Msg, type: ClusterConfig['type']): EndpointConfig[] {
   const out: EndpointConfig[] = [];
   for (const locality of la.list('endpoints')) {
     const priority = locality.num('priority');

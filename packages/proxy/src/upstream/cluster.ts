@@ -42,6 +42,9 @@ export class Cluster {
   hostSet: HostSet;
   private readonly byKey = new Map<string, Host>();
   private refreshTimer: NodeJS.Timeout | undefined;
+  private markReady: (() => void) | undefined;
+  /** EDS: false until the first ClusterLoadAssignment (other types: true). */
+  warm: boolean;
   private closed = false;
   /** Resolves once the first DNS answer is in (Envoy's cluster warming). */
   readonly ready: Promise<void>;
@@ -56,11 +59,15 @@ export class Cluster {
       this.outlier.start();
     }
     this.hostSet = new HostSet([], this.lbPolicy());
+    this.warm = config.type !== 'EDS';
     if (config.type === 'STATIC') {
       this.setHosts(config.endpoints.map((e) => hostFor(e, e.address.address, e.hostname)));
       this.ready = Promise.resolve();
     } else if (config.type === 'STRICT_DNS' || config.type === 'LOGICAL_DNS') {
       this.ready = this.resolve();
+    } else if (config.type === 'EDS') {
+      // Warm until the first ClusterLoadAssignment arrives (Envoy's EDS cluster warming).
+      this.ready = new Promise((resolve) => { this.markReady = resolve; });
     } else {
       this.ready = Promise.resolve();
       this.refreshTimer = setInterval(() => this.cleanupOriginalDst(), config.originalDstCleanupMs).unref();
@@ -265,6 +272,14 @@ export class Cluster {
     pool.on('disconnect', () => { this.stats.cxActive.dec(); host.cxActive--; breakers.connections.dec(); });
     pool.on('connectionError', () => { this.stats.cxConnectFail.inc(); host.cxConnectFail++; });
     return pool;
+  }
+
+  /** EDS: new endpoints. Hosts that stay keep their pools, health and outlier state. */
+  setLoadAssignment(endpoints: readonly EndpointConfig[]): void {
+    if (this.closed) return;
+    this.setHosts(endpoints.map((e) => hostFor(e, e.address.address, e.hostname)));
+    this.warm = true;
+    this.markReady?.();
   }
 
   close(): void {

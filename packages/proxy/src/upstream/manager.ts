@@ -28,6 +28,21 @@ export class ClusterManager {
     return c;
   }
 
+  /** Puts a built (warmed) cluster in place of any cluster of that name. */
+  install(cluster: Cluster): void {
+    const old = this.clusters.get(cluster.config.name);
+    this.clusters.set(cluster.config.name, cluster);
+    if (old && old !== cluster) old.close();
+  }
+
+  build(config: ClusterConfig): Cluster {
+    return new Cluster(config, this.store);
+  }
+
+  get size(): number {
+    return this.clusters.size;
+  }
+
   remove(name: string): void {
     this.clusters.get(name)?.close();
     this.clusters.delete(name);

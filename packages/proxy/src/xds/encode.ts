@@ -147,3 +147,10 @@ function valueToPlain(v: unknown, path: string): Json {
   if (Array.isArray(v)) return { listValue: { values: v.map((x: unknown, i: number) => valueToPlain(x, `${path}[${i}]`)) } };
   return { structValue: structToPlain(v, path) };
 }
+
+/** A proto-JSON value of message type `typeName` → the plain shape protobufjs `fromObject` takes. */
+export function toPlainMessage(typeName: string, json: unknown, path = ''): Json {
+  const type = typeForUrl(`type.googleapis.com/${typeName}`);
+  if (!type) throw new XdsEncodeError(path, `unknown message type ${typeName}`);
+  return jsonToPlain(type, json, path) as Json;
+}

@@ -1,5 +1,7 @@
 import type { Msg } from '../../../config/fields.ts';
 import { RouteTable } from '../../../http/route-config.ts';
+import { EMPTY_ROUTES, rdsRoute, type RdsRoute } from '../../../http/rds.ts';
+import type { PerFilterCompilers } from '../../../http/per-filter-config.ts';
 import { compileRouterFilter, ROUTER_TYPE, type RouterFilterConfig } from '../../http/router/config.ts';
 import { compileAccessLogs, type AccessLogger } from '../../../telemetry/access-log.ts';
 import { compileLocalReplyConfig, type LocalReplyConfig } from '../../../http/local-reply-config.ts';
@@ -13,14 +15,19 @@ const SERVER_HEADER = ['OVERWRITE', 'APPEND_IF_ABSENT', 'PASS_THROUGH'] as const
 const UNDERSCORES = ['ALLOW', 'REJECT_REQUEST', 'DROP_HEADER'] as const;
 
 /** Fields that change behaviour and are not built yet: refused rather than ignored. */
-const NOT_YET = ['rds', 'scoped_routes', 'tracing', 'add_user_agent', 'internal_address_config', 'forward_client_cert_details',
+const NOT_YET = ['scoped_routes', 'tracing', 'add_user_agent', 'internal_address_config', 'forward_client_cert_details',
   'set_current_client_cert_details', 'original_ip_detection_extensions', 'early_header_mutation_extensions', 'request_id_extension',
   'strip_matching_host_port', 'strip_any_host_port', 'path_normalization_options', 'normalize_path', 'merge_slashes'];
 
 export interface HcmConfig {
   readonly statPrefix: string;
   readonly codec: (typeof CODECS)[number];
+  /** The inline route_config (EMPTY_ROUTES when routes come from RDS). */
   readonly routes: RouteTable;
+  /** The RDS route config this HCM follows, when `rds` is used instead of an inline one. */
+  readonly rds: RdsRoute | undefined;
+  /** typed_per_filter_config compilers of this HCM's filters (for RDS tables). */
+  readonly perFilterCompilers: PerFilterCompilers;
   readonly router: RouterFilterConfig;
   /** The HTTP filters before the router, in order. */
   readonly httpFilters: readonly HttpFilterConfig[];
@@ -53,7 +60,10 @@ export interface HcmConfig {
 export function compileHcm(m: Msg): HcmConfig {
   for (const f of NOT_YET) if (m.has(f)) throw m.error(f, 'is not supported yet');
   const rc = m.msg('route_config');
-  if (!rc) throw m.error('route_config', 'an inline route_config is required (RDS needs dynamic_resources)');
+  const rds = m.msg('rds');
+  if (!rc && !rds) throw m.error('route_config', 'an inline route_config or rds is required');
+  if (rc && rds) throw m.error('rds', 'route_config and rds are mutually exclusive');
+  if (rds) readRdsSource(rds);
   const filters = m.list('http_filters');
   if (filters.length === 0) throw m.error('http_filters', 'the router filter is required');
   let router: RouterFilterConfig | undefined;
@@ -90,7 +100,9 @@ export function compileHcm(m: Msg): HcmConfig {
   return {
     statPrefix: m.requiredStr('stat_prefix'),
     codec: m.enumOf('codec_type', CODECS),
-    routes: new RouteTable(rc, perRoute),
+    routes: rc ? new RouteTable(rc, perRoute) : EMPTY_ROUTES,
+    rds: rds ? rdsRoute(rds.requiredStr('route_config_name')) : undefined,
+    perFilterCompilers: perRoute,
     router: router as RouterFilterConfig,
     httpFilters,
     serverName: m.str('server_name', 'envoy'),
@@ -117,6 +129,12 @@ export function compileHcm(m: Msg): HcmConfig {
     accessLogs: compileAccessLogs(m.list('access_log')),
     localReply: m.has('local_reply_config') ? compileLocalReplyConfig(m.requiredMsg('local_reply_config')) : undefined,
   };
+}
+
+/** RDS over ADS is what istiod sends; other config sources are not built. */
+function readRdsSource(rds: Msg): void {
+  const cs = rds.requiredMsg('config_source');
+  if (!cs.has('ads')) throw cs.error('', 'only `ads: {}` config sources are supported for RDS');
 }
 
 /** scheme_header_transformation: the SchemeHeaderTransformation message, or the enum form with a sibling `scheme`. */

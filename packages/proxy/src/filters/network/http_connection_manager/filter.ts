@@ -1,3 +1,4 @@
+import type { RdsUser } from '../../../http/rds.ts';
 import { createServer as createH2Server, constants as h2c, type Http2Server, type Http2Session, type ServerHttp2Stream, type IncomingHttpHeaders as H2Headers } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { HcmConfig } from './config.ts';
@@ -20,7 +21,9 @@ import { handleUpgrade, handleH1Connect, handleH2Connect } from '../../../http/u
  */
 export class HttpConnectionManager {
   readonly config: HcmConfig;
-  readonly settings: RouterSettings;
+  /** Replaced (never mutated) when RDS delivers a new route table: requests keep the settings they started with. */
+  settings: RouterSettings;
+  private readonly rdsUser: RdsUser | undefined;
   private readonly h1: H1Host;
   private readonly h2: Http2Server;
   private readonly h1Connections = new Set<H1Connection>();
@@ -50,6 +53,11 @@ export class HttpConnectionManager {
       filters: config.httpFilters.map((f) => ({ name: f.name, filter: f.live({ store, statPrefix: config.statPrefix }) })),
       onComplete: logs.length ? (r: RequestRecord) => { for (const l of logs) l.log(r); } : undefined,
     };
+    if (config.rds) {
+      const user: RdsUser = { compilers: config.perFilterCompilers, onTable: (routes) => { this.settings = { ...this.settings, routes }; } };
+      this.rdsUser = user;
+      this.settings = { ...this.settings, routes: config.rds.attach(user) };
+    }
     this.h1 = this.createH1();
     this.h2 = this.createH2();
   }
@@ -157,12 +165,19 @@ export class HttpConnectionManager {
   /** Stop taking new requests on existing connections: GOAWAY on HTTP/2, `connection: close` on HTTP/1. */
   drain(): void {
     this.draining = true;
+    this.detach();
     for (const s of this.sessions.keys()) s.goaway(h2c.NGHTTP2_NO_ERROR);
     for (const c of this.h1Connections) c.closeIfIdle();
   }
 
+  /** Stop following RDS updates (this manager is going away). */
+  private detach(): void {
+    if (this.rdsUser) this.config.rds?.detach(this.rdsUser);
+  }
+
   /** Close everything now. */
   close(): void {
+    this.detach();
     for (const s of this.sessions.keys()) s.destroy();
     for (const s of this.sockets) s.destroy();
   }

@@ -1,0 +1,83 @@
+/**
+ * Route configurations delivered by RDS, shared by name. Each HTTP connection manager
+ * that names one attaches with its own per-filter compilers and gets a RouteTable
+ * compiled for it; an update compiles for every user first and swaps only if all
+ * succeed, so a bad RouteConfiguration is refused whole and the old tables keep serving.
+ * In-flight requests keep the table they started with.
+ */
+import { Msg } from '../config/fields.ts';
+import { RouteTable } from './route-config.ts';
+import type { PerFilterCompilers } from './per-filter-config.ts';
+
+export interface RdsUser {
+  readonly compilers: PerFilterCompilers;
+  onTable(table: RouteTable): void;
+}
+
+/** A route config with no virtual hosts: every request gets 404 NR (RDS not yet delivered or removed). */
+export const EMPTY_ROUTES = new RouteTable(new Msg({}, 'route_config'));
+
+export class RdsRoute {
+  readonly name: string;
+  /** The accepted RouteConfiguration (undefined until the first one arrives, or after removal). */
+  private msg: Msg | undefined;
+  version = '';
+  lastUpdated = 0;
+  private readonly users = new Set<RdsUser>();
+
+  constructor(name: string) {
+    this.name = name;
+  }
+
+  get ready(): boolean {
+    return this.msg !== undefined;
+  }
+
+  get source(): Record<string, unknown> | undefined {
+    return this.msg?.raw;
+  }
+
+  get inUse(): boolean {
+    return this.users.size > 0;
+  }
+
+  /** Compiles `raw` for every user; throws a ConfigError (nothing changed) if any compile fails. */
+  update(raw: Record<string, unknown>, version: string): void {
+    const msg = new Msg(raw, `route_configuration[${this.name}]`);
+    const tables = new Map<RdsUser, RouteTable>();
+    if (this.users.size === 0) new RouteTable(msg);
+    for (const u of this.users) tables.set(u, new RouteTable(msg, u.compilers));
+    this.msg = msg;
+    this.version = version;
+    this.lastUpdated = Date.now();
+    for (const [u, t] of tables) u.onTable(t);
+  }
+
+  remove(): void {
+    this.msg = undefined;
+    for (const u of this.users) u.onTable(EMPTY_ROUTES);
+  }
+
+  /** A connection manager starts using this route config: its table now (empty until delivered). */
+  attach(user: RdsUser): RouteTable {
+    this.users.add(user);
+    return this.msg ? new RouteTable(this.msg, user.compilers) : EMPTY_ROUTES;
+  }
+
+  detach(user: RdsUser): void {
+    this.users.delete(user);
+  }
+}
+
+const byName = new Map<string, RdsRoute>();
+
+/** The shared RDS route config by name (created on first reference). */
+export function rdsRoute(name: string): RdsRoute {
+  let r = byName.get(name);
+  if (!r) { r = new RdsRoute(name); byName.set(name, r); }
+  return r;
+}
+
+export function allRdsRoutes(): IterableIterator<RdsRoute> {
+  return byName.values();
+}

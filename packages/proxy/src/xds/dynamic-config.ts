@@ -1,0 +1,319 @@
+/**
+ * The config layer behind the ADS stream: turns accepted xDS resources into live clusters,
+ * endpoints, listeners and route tables, with Envoy's warming (an EDS cluster waits for its
+ * endpoints, a listener for its RDS routes) and init order (LDS is asked for once the
+ * first CDS update has warmed). A refused resource leaves the last good one serving and
+ * is remembered as error_state for /config_dump.
+ */
+import { Msg } from '../config/fields.ts';
+import { compileCluster, readLoadAssignment, type EndpointConfig } from '../upstream/cluster-config.ts';
+import type { Cluster } from '../upstream/cluster.ts';
+import type { ClusterManager } from '../upstream/manager.ts';
+import { compileListener, type ListenerConfig } from '../listener/config.ts';
+import type { ListenerManager } from '../listener/manager.ts';
+import { rdsRoute } from '../http/rds.ts';
+import { TYPE_URL } from './discovery.ts';
+import type { XdsHandler, XdsRejection, XdsResource, XdsUpdate } from './types.ts';
+import { log } from '../core/log.ts';
+
+type Json = Record<string, unknown>;
+
+/** One resource as /config_dump shows it. */
+export interface TrackedResource {
+  readonly version: string;
+  readonly lastUpdated: number;
+  readonly json: Json;
+  /** JSON text, to skip updates that change nothing (Envoy compares hashes). */
+  readonly text: string;
+}
+
+export interface ErrorState {
+  readonly json: Json;
+  readonly details: string;
+  readonly time: number;
+}
+
+/** Hooks for resource types owned elsewhere (SDS secrets, ECDS extension configs). */
+export interface ExtraTypeSink {
+  apply(name: string, json: Json, version: string): void;
+  remove(name: string): void;
+}
+
+const NO_NAMES: ReadonlySet<string> = new Set();
+
+export class DynamicConfig implements XdsHandler {
+  readonly activeClusters = new Map<string, TrackedResource>();
+  readonly warmingClusters = new Map<string, { tracked: TrackedResource; cluster: Cluster }>();
+  readonly endpoints = new Map<string, { tracked: TrackedResource; endpoints: readonly EndpointConfig[] }>();
+  readonly activeListeners = new Map<string, TrackedResource>();
+  readonly warmingListeners = new Map<string, { tracked: TrackedResource; config: ListenerConfig; routes: readonly string[] }>();
+  /** RDS names each listener (active or warming) uses. */
+  private readonly listenerRoutes = new Map<string, readonly string[]>();
+  readonly secrets = new Map<string, TrackedResource>();
+  readonly extensions = new Map<string, TrackedResource>();
+  readonly errors = new Map<string, Map<string, ErrorState>>();
+  private readonly clusters: ClusterManager;
+  private readonly listeners: ListenerManager;
+  private readonly staticClusters: ReadonlySet<string>;
+  private readonly staticListeners: ReadonlySet<string>;
+  private cdsInitDone = false;
+  private ldsInitDone = false;
+  private readonly sinks = new Map<string, ExtraTypeSink>();
+  private initResolve!: () => void;
+  /** Resolves when the first CDS and LDS updates (and their warming) are done: the server may go LIVE. */
+  readonly initialized: Promise<void>;
+
+  constructor(clusters: ClusterManager, listeners: ListenerManager, staticClusters: ReadonlySet<string>, staticListeners: ReadonlySet<string>) {
+    this.clusters = clusters;
+    this.listeners = listeners;
+    this.staticClusters = staticClusters;
+    this.staticListeners = staticListeners;
+    this.initialized = new Promise((r) => { this.initResolve = r; });
+  }
+
+  /** Route SDS secrets / ECDS configs to their owner. */
+  setSink(typeUrl: string, sink: ExtraTypeSink): void {
+    this.sinks.set(typeUrl, sink);
+  }
+
+  /** initial_fetch_timeout: stop waiting and let the server go live with what it has. */
+  giveUpInitialFetch(): void {
+    this.finishInit(true);
+  }
+
+  get initDone(): boolean {
+    return this.ldsInitDone;
+  }
+
+  interest(typeUrl: string): { wildcard: boolean; names: ReadonlySet<string> } {
+    switch (typeUrl) {
+      case TYPE_URL.cluster: return { wildcard: true, names: NO_NAMES };
+      case TYPE_URL.listener: return { wildcard: this.cdsInitDone, names: NO_NAMES };
+      case TYPE_URL.endpoint: {
+        const names = new Set<string>();
+        for (const c of this.clusters.all()) if (c.config.type === 'EDS') names.add(c.config.edsServiceName);
+        for (const w of this.warmingClusters.values()) names.add(w.cluster.config.edsServiceName);
+        return { wildcard: false, names };
+      }
+      case TYPE_URL.route: {
+        const names = new Set<string>();
+        for (const list of this.listenerRoutes.values()) for (const n of list) names.add(n);
+        return { wildcard: false, names };
+      }
+      default: return { wildcard: false, names: NO_NAMES };
+    }
+  }
+
+  apply(u: XdsUpdate): readonly XdsRejection[] {
+    const rejections: XdsRejection[] = [];
+    if (u.typeUrl === TYPE_URL.cluster) this.sawCds = true;
+    if (u.typeUrl === TYPE_URL.listener) this.sawLds = true;
+    switch (u.typeUrl) {
+      case TYPE_URL.cluster: this.applyClusters(u, rejections); break;
+      case TYPE_URL.endpoint: this.applyEndpoints(u, rejections); break;
+      case TYPE_URL.listener: this.applyListeners(u, rejections); break;
+      case TYPE_URL.route: this.applyRoutes(u, rejections); break;
+      case TYPE_URL.secret: this.applyExtra(u, this.secrets, rejections); break;
+      case TYPE_URL.extension: this.applyExtra(u, this.extensions, rejections); break;
+      default: for (const r of u.resources) rejections.push({ name: r.name, message: `unsupported resource type ${u.typeUrl}` });
+    }
+    this.finishInit(false);
+    return rejections;
+  }
+
+  private reject(typeUrl: string, r: XdsResource, message: string, out: XdsRejection[]): void {
+    out.push({ name: r.name, message });
+    let m = this.errors.get(typeUrl);
+    if (!m) { m = new Map(); this.errors.set(typeUrl, m); }
+    m.set(r.name, { json: r.json, details: message, time: Date.now() });
+  }
+
+  private accepted(typeUrl: string, name: string): void {
+    this.errors.get(typeUrl)?.delete(name);
+  }
+
+  // ---- CDS / EDS ----
+
+  private applyClusters(u: XdsUpdate, out: XdsRejection[]): void {
+    const seen = new Set<string>();
+    for (const r of u.resources) {
+      seen.add(r.name);
+      if (this.staticClusters.has(r.name)) { this.reject(u.typeUrl, r, `cluster '${r.name}' is static and cannot be updated by CDS`, out); continue; }
+      const text = JSON.stringify(r.json);
+      if ((this.warmingClusters.get(r.name)?.tracked ?? this.activeClusters.get(r.name))?.text === text) continue;
+      let cluster: Cluster;
+      try {
+        cluster = this.clusters.build(compileCluster(new Msg(r.json, '')));
+      } catch (e) {
+        this.reject(u.typeUrl, r, (e as Error).message, out);
+        continue;
+      }
+      this.accepted(u.typeUrl, r.name);
+      const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, text };
+      const cla = cluster.config.type === 'EDS' ? this.endpoints.get(cluster.config.edsServiceName) : undefined;
+      if (cla) cluster.setLoadAssignment(cla.endpoints);
+      this.warmingClusters.get(r.name)?.cluster.close();
+      this.warmingClusters.delete(r.name);
+      if (cluster.warm) this.activateCluster(r.name, tracked, cluster);
+      else this.warmingClusters.set(r.name, { tracked, cluster });
+    }
+    const removed = u.full ? [...this.activeClusters.keys(), ...this.warmingClusters.keys()].filter((n) => !seen.has(n)) : u.removed;
+    for (const name of removed) {
+      if (this.staticClusters.has(name)) continue;
+      this.warmingClusters.get(name)?.cluster.close();
+      this.warmingClusters.delete(name);
+      if (this.activeClusters.delete(name)) this.clusters.remove(name);
+    }
+    this.publishClusterGauges();
+  }
+
+  private activateCluster(name: string, tracked: TrackedResource, cluster: Cluster): void {
+    this.clusters.install(cluster);
+    this.activeClusters.set(name, tracked);
+  }
+
+  private applyEndpoints(u: XdsUpdate, out: XdsRejection[]): void {
+    for (const r of u.resources) {
+      let endpoints: EndpointConfig[];
+      try {
+        endpoints = readLoadAssignment(new Msg(r.json, ''), 'EDS');
+      } catch (e) {
+        this.reject(u.typeUrl, r, (e as Error).message, out);
+        continue;
+      }
+      this.accepted(u.typeUrl, r.name);
+      this.endpoints.set(r.name, { tracked: { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, text: '' }, endpoints });
+      this.deliverEndpoints(r.name, endpoints);
+    }
+    for (const name of u.removed) {
+      this.endpoints.delete(name);
+      this.deliverEndpoints(name, []);
+    }
+    this.publishClusterGauges();
+  }
+
+  private deliverEndpoints(serviceName: string, endpoints: readonly EndpointConfig[]): void {
+    for (const c of this.clusters.all()) if (c.config.type === 'EDS' && c.config.edsServiceName === serviceName) c.setLoadAssignment(endpoints);
+    for (const [name, w] of this.warmingClusters) {
+      if (w.cluster.config.edsServiceName !== serviceName) continue;
+      w.cluster.setLoadAssignment(endpoints);
+      this.warmingClusters.delete(name);
+      this.activateCluster(name, w.tracked, w.cluster);
+    }
+  }
+
+  private publishClusterGauges(): void {
+    // Read by /stats and by tests; Envoy's names.
+    this.gauges?.('cluster_manager.active_clusters', this.clusters.size);
+    this.gauges?.('cluster_manager.warming_clusters', this.warmingClusters.size);
+  }
+
+  /** Set by the server: publishes a gauge value. */
+  gauges: ((name: string, value: number) => void) | undefined;
+
+  // ---- LDS / RDS ----
+
+  private applyListeners(u: XdsUpdate, out: XdsRejection[]): void {
+    const seen = new Set<string>();
+    for (const r of u.resources) {
+      seen.add(r.name);
+      if (this.staticListeners.has(r.name)) { this.reject(u.typeUrl, r, `listener '${r.name}' is static and cannot be updated by LDS`, out); continue; }
+      const text = JSON.stringify(r.json);
+      if ((this.warmingListeners.get(r.name)?.tracked ?? this.activeListeners.get(r.name))?.text === text) continue;
+      let config: ListenerConfig;
+      try {
+        config = compileListener(new Msg(r.json, ''), 0);
+      } catch (e) {
+        this.reject(u.typeUrl, r, (e as Error).message, out);
+        continue;
+      }
+      this.accepted(u.typeUrl, r.name);
+      const routes = rdsNames(r.json);
+      const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, text };
+      this.listenerRoutes.set(r.name, routes);
+      this.warmingListeners.set(r.name, { tracked, config, routes });
+    }
+    const removed = u.full ? [...this.activeListeners.keys(), ...this.warmingListeners.keys()].filter((n) => !seen.has(n)) : u.removed;
+    for (const name of removed) {
+      if (this.staticListeners.has(name)) continue;
+      this.warmingListeners.delete(name);
+      this.listenerRoutes.delete(name);
+      if (this.activeListeners.delete(name)) this.listeners.remove(name);
+    }
+    this.promoteListeners();
+  }
+
+  private applyRoutes(u: XdsUpdate, out: XdsRejection[]): void {
+    for (const r of u.resources) {
+      try {
+        rdsRoute(r.name).update(r.json, r.version || u.version);
+        this.accepted(u.typeUrl, r.name);
+      } catch (e) {
+        this.reject(u.typeUrl, r, (e as Error).message, out);
+      }
+    }
+    for (const name of u.removed) rdsRoute(name).remove();
+    this.promoteListeners();
+  }
+
+  /** Warming listeners whose routes have all arrived go live (bind or update in place). */
+  private promoteListeners(): void {
+    for (const [name, w] of this.warmingListeners) {
+      if (!w.routes.every((n) => rdsRoute(n).ready)) continue;
+      this.warmingListeners.delete(name);
+      this.activeListeners.set(name, w.tracked);
+      this.listeners.addOrUpdate(w.config).catch((e: Error) => {
+        log.error(`listener ${name}: cannot bind ${w.config.address.address}:${w.config.address.port}: ${e.message}`);
+        this.activeListeners.delete(name);
+        this.listeners.remove(name);
+        const m = this.errors.get(TYPE_URL.listener) ?? new Map<string, ErrorState>();
+        m.set(name, { json: w.tracked.json, details: `cannot bind: ${e.message}`, time: Date.now() });
+        this.errors.set(TYPE_URL.listener, m);
+      });
+    }
+  }
+
+  // ---- SDS / ECDS ----
+
+  private applyExtra(u: XdsUpdate, into: Map<string, TrackedResource>, out: XdsRejection[]): void {
+    const sink = this.sinks.get(u.typeUrl);
+    for (const r of u.resources) {
+      try {
+        sink?.apply(r.name, r.json, r.version || u.version);
+      } catch (e) {
+        this.reject(u.typeUrl, r, (e as Error).message, out);
+        continue;
+      }
+      this.accepted(u.typeUrl, r.name);
+      into.set(r.name, { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, text: '' });
+    }
+    for (const name of u.removed) { into.delete(name); sink?.remove(name); }
+  }
+
+  // ---- init ----
+
+  private finishInit(force: boolean): void {
+    if (!this.cdsInitDone && (force || (this.sawCds && this.warmingClusters.size === 0))) {
+      this.cdsInitDone = true;
+    }
+    if (this.cdsInitDone && !this.ldsInitDone && (force || (this.sawLds && this.warmingListeners.size === 0))) {
+      this.ldsInitDone = true;
+      this.initResolve();
+    }
+  }
+
+  /** The first response of the type arrived (even an empty one). */
+  private sawCds = false;
+  private sawLds = false;
+}
+
+/** The RDS route_config_names an (already decoded) Listener uses. */
+function rdsNames(json: unknown, out: string[] = []): string[] {
+  if (Array.isArray(json)) { for (const x of json) rdsNames(x, out); return out; }
+  if (json === null || typeof json !== 'object') return out;
+  const o = json as Json;
+  const rds = o.rds as Json | undefined;
+  if (rds && typeof rds.route_config_name === 'string' && !out.includes(rds.route_config_name)) out.push(rds.route_config_name);
+  for (const v of Object.values(o)) if (v !== null && typeof v === 'object') rdsNames(v, out);
+  return out;
+}

@@ -1,0 +1,52 @@
+import { TYPE_URL } from './discovery.ts';
+
+type Json = Record<string, unknown>;
+
+/** One resource as the handlers see it: decoded proto-JSON with its name and version. */
+export interface XdsResource {
+  readonly name: string;
+  readonly version: string;
+  readonly json: Json;
+}
+
+/**
+ * One accepted response for one type. SotW responses are `full` for LDS/CDS (absent
+ * resources are removed) and partial for EDS/RDS/SDS; Delta responses list removals.
+ */
+export interface XdsUpdate {
+  readonly typeUrl: string;
+  readonly version: string;
+  readonly resources: readonly XdsResource[];
+  readonly removed: readonly string[];
+  readonly full: boolean;
+}
+
+/** A resource the handler refused: the NACK's error_detail lists these. */
+export interface XdsRejection {
+  readonly name: string;
+  readonly message: string;
+}
+
+/** What the ADS client asks of the config layer. */
+export interface XdsHandler {
+  /** Apply what is valid, keep the last good config for the rest, and say what was refused. */
+  apply(update: XdsUpdate): readonly XdsRejection[];
+  /** The resource names to subscribe to for a type (LDS/CDS: wildcard). */
+  interest(typeUrl: string): { readonly wildcard: boolean; readonly names: ReadonlySet<string> };
+}
+
+/** Types in the order Envoy (re)subscribes on a new stream: clusters before endpoints, listeners before routes. */
+export const SUBSCRIBE_ORDER: readonly string[] = [TYPE_URL.cluster, TYPE_URL.endpoint, TYPE_URL.listener, TYPE_URL.route, TYPE_URL.secret, TYPE_URL.extension];
+
+/** Types whose SotW responses carry the whole state (absent = removed). */
+export const SOTW_FULL_STATE: ReadonlySet<string> = new Set([TYPE_URL.listener, TYPE_URL.cluster]);
+
+/** The name a resource is known by: `cluster_name` for endpoints, `name` for the rest. */
+export function resourceName(typeUrl: string, json: Json): string {
+  const v = typeUrl === TYPE_URL.endpoint ? json.cluster_name : json.name;
+  return typeof v === 'string' ? v : '';
+}
+
+export function nackMessage(rejections: readonly XdsRejection[]): string {
+  return rejections.map((r) => `${r.name}: ${r.message}`).join('\n');
+}
