@@ -13,7 +13,7 @@ import { readDynamicResources, type DynamicResources } from '../xds/bootstrap-ad
 const ACCEPTED = new Set(['node', 'static_resources', 'admin', 'layered_runtime', 'stats_config', 'stats_flush_interval',
   'cluster_manager', 'watchdog', 'watchdogs', 'overload_manager', 'enable_dispatcher_stats', 'use_tcp_for_dns_lookups',
   'typed_dns_resolver_config', 'dns_resolution_config', 'node_context_params', 'default_regex_engine', 'application_log_config',
-  'deferred_stat_options']);
+  'deferred_stat_options', 'dynamic_resources']);
 
 export interface BootstrapConfig {
   readonly node: LocalNode;

@@ -1,0 +1,81 @@
+/**
+ * One State-of-the-World ADS stream: per type, what the client subscribed to and what
+ * we last sent. Responses go out when the subscription or the resources change; stale
+ * nonces are ignored; NACKs are recorded and the same version is not re-sent.
+ */
+import { encodeSotwResponse, decodeSotwRequest } from '@skua/proxy/xds/discovery.ts';
+import { SOTW_FULL_STATE } from '@skua/proxy/xds/types.ts';
+import { setVersion, type CpResource } from './resources.ts';
+import type { ResourceView } from './snapshot.ts';
+import type { StreamEvents } from './events.ts';
+
+interface TypeSub {
+  wildcard: boolean;
+  names: Set<string>;
+  sentVersion: string;
+  nonce: string;
+}
+
+export class SotwStream {
+  private readonly view: ResourceView;
+  private readonly send: (b: Buffer) => void;
+  private readonly events: StreamEvents;
+  private readonly subs = new Map<string, TypeSub>();
+  nodeId = '';
+  private nonceSeq = 0;
+
+  constructor(view: ResourceView, send: (b: Buffer) => void, events: StreamEvents) {
+    this.view = view;
+    this.send = send;
+    this.events = events;
+  }
+
+  onRequest(bytes: Buffer): void {
+    const req = decodeSotwRequest(bytes);
+    if (req.node?.id !== undefined && this.nodeId === '') { this.nodeId = String(req.node.id); this.events.connected(this.nodeId, req.node); }
+    let sub = this.subs.get(req.type_url);
+    if (sub && req.response_nonce !== '' && req.response_nonce !== sub.nonce) return; // stale
+    if (req.error_detail && req.error_detail.message) this.events.nack(this.nodeId, req.type_url, req.version_info, req.error_detail.message);
+    else if (sub && req.response_nonce !== '') this.events.ack(this.nodeId, req.type_url, req.version_info);
+    const wildcard = req.resource_names.length === 0 || req.resource_names.includes('*');
+    const names = new Set(req.resource_names);
+    const first = !sub;
+    // A resuming client says which version it has: only newer content is sent.
+    if (!sub) { sub = { wildcard, names, sentVersion: req.version_info, nonce: '' }; this.subs.set(req.type_url, sub); }
+    const namesChanged = first || sub.wildcard !== wildcard || !sameSet(sub.names, names);
+    sub.wildcard = wildcard;
+    sub.names = names;
+    if (namesChanged || req.response_nonce === '') this.push(req.type_url, sub, namesChanged && !first);
+  }
+
+  /** The resources changed: send every type whose content for this client changed. */
+  onSnapshot(): void {
+    for (const [typeUrl, sub] of this.subs) this.push(typeUrl, sub, false);
+  }
+
+  private selected(typeUrl: string, sub: TypeSub): CpResource[] {
+    const all = this.view.resources(this.nodeId, typeUrl);
+    if (sub.wildcard) return [...all.values()];
+    const out: CpResource[] = [];
+    for (const n of sub.names) { const r = all.get(n); if (r) out.push(r); }
+    return out;
+  }
+
+  private push(typeUrl: string, sub: TypeSub, force: boolean): void {
+    const list = this.selected(typeUrl, sub);
+    const version = setVersion(list);
+    if (!force && version === sub.sentVersion) return;
+    // Named types with nothing to say: Envoy waits (an empty response would not remove anything).
+    if (!SOTW_FULL_STATE.has(typeUrl) && !sub.wildcard && list.length === 0 && sub.sentVersion === '') return;
+    sub.sentVersion = version;
+    sub.nonce = String(++this.nonceSeq);
+    this.events.sent(this.nodeId, typeUrl, list.length);
+    this.send(encodeSotwResponse({ version_info: version, resources: list.map((r) => r.any), type_url: typeUrl, nonce: sub.nonce }));
+  }
+}
+
+function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const x of a) if (!b.has(x)) return false;
+  return true;
+}
