@@ -1,0 +1,146 @@
+// xDS end to end: skua-proxy driven by skua-controlplane over ADS (SotW and Delta), both real
+// processes: LDS → RDS, CDS → EDS warming, live updates, a NACKed resource with the last good
+// config still serving, and the control plane killed and restarted under load.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startControlPlane, adsBootstrap, type RunningControlPlane } from './lib/controlplane.ts';
+import { cleanup, freePort, startProxy, type Json, type RunningProxy } from './lib/proxy.ts';
+import { startHttpBackend, type Backend } from './lib/backends.ts';
+import { request, sleep } from './lib/client.ts';
+import { T } from './lib/config.ts';
+
+const LISTENER = 'type.googleapis.com/envoy.config.listener.v3.Listener';
+const ROUTE = 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration';
+const CLUSTER = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
+const CLA = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';
+
+function listenerRes(name: string, port: number, routeName: string, extraFilters: Json[] = []): Json {
+  return {
+    '@type': LISTENER, name, address: { socket_address: { address: '127.0.0.1', port_value: port } },
+    filter_chains: [{ filters: [...extraFilters, {
+      name: 'envoy.filters.network.http_connection_manager',
+      typed_config: {
+        '@type': T.hcm, stat_prefix: name,
+        rds: { route_config_name: routeName, config_source: { ads: {}, resource_api_version: 'V3' } },
+        http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': T.router } }],
+      },
+    }] }],
+  };
+}
+
+function routeRes(name: string, cluster: string, responseHeader = 'v1'): Json {
+  return {
+    '@type': ROUTE, name,
+    virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster } }],
+      response_headers_to_add: [{ header: { key: 'x-route-version', value: responseHeader } }] }],
+  };
+}
+
+function edsCluster(name: string): Json {
+  return { '@type': CLUSTER, name, type: 'EDS', connect_timeout: '1s', eds_cluster_config: { eds_config: { ads: {}, resource_api_version: 'V3' } } };
+}
+
+function cla(name: string, ports: number[]): Json {
+  return { '@type': CLA, cluster_name: name, endpoints: [{ lb_endpoints: ports.map((p) => ({ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: p } } } })) }] };
+}
+
+async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+for (const delta of [false, true]) {
+  describe(`xDS over ADS (${delta ? 'Delta' : 'SotW'})`, () => {
+    let cp: RunningControlPlane, proxy: RunningProxy, a: Backend, b: Backend, port: number;
+    before(async () => {
+      a = await startHttpBackend('a');
+      b = await startHttpBackend('b');
+      port = await freePort();
+      cp = await startControlPlane({
+        clusters: [edsCluster('backend')],
+        endpoints: [cla('backend', [a.port])],
+        listeners: [listenerRes('http', port, 'r1')],
+        routes: [routeRes('r1', 'backend')],
+      });
+      proxy = await startProxy(() => adsBootstrap(cp.port, delta));
+    });
+    after(() => cleanup(() => proxy?.stop(), () => cp?.stop(), () => a?.close(), () => b?.close()));
+
+    test('the listener from LDS serves routes from RDS to endpoints from EDS', async () => {
+      const r = await request(`http://127.0.0.1:${port}/hello`);
+      assert.equal(r.status, 200);
+      assert.equal(r.headers['x-route-version'], 'v1');
+      assert.equal(a.requests.at(-1)?.url, '/hello');
+      assert.equal(await proxy.stat('control_plane.connected_state'), 1);
+      assert.ok((await proxy.stat('listener_manager.lds.update_success'))! >= 1);
+      assert.ok((await proxy.stat('cluster_manager.cds.update_success'))! >= 1);
+    });
+
+    test('config_dump shows dynamic listeners, clusters, routes and endpoints with versions', async () => {
+      const dump = JSON.parse((await proxy.admin('/config_dump?include_eds')).body) as { configs: Json[] };
+      const byType = (t: string): Json => dump.configs.find((c) => String(c['@type']).endsWith(t)) as Json;
+      const listeners = byType('ListenersConfigDump').dynamic_listeners as Json[];
+      const http = listeners.find((l) => l.name === 'http') as Json;
+      assert.ok((http.active_state as Json).version_info);
+      assert.equal(((http.active_state as Json).listener as Json)['@type'], LISTENER);
+      const clusters = byType('ClustersConfigDump').dynamic_active_clusters as Json[];
+      assert.equal(((clusters[0].cluster as Json).name), 'backend');
+      const routes = byType('RoutesConfigDump').dynamic_route_configs as Json[];
+      assert.equal(((routes[0].route_config as Json).name), 'r1');
+      const eps = byType('EndpointsConfigDump').dynamic_endpoint_configs as Json[];
+      assert.equal(((eps[0].endpoint_config as Json).cluster_name), 'backend');
+    });
+
+    test('an RDS and an EDS change apply without dropping the listener', async () => {
+      cp.write('routes', [routeRes('r1', 'backend', 'v2')]);
+      cp.write('endpoints', [cla('backend', [b.port])]);
+      await eventually('route v2 and endpoint b', async () => {
+        const r = await request(`http://127.0.0.1:${port}/after`);
+        return r.headers['x-route-version'] === 'v2' && b.requests.some((q) => q.url === '/after');
+      });
+    });
+
+    test('a bad listener is NACKed naming the resource and field; the last good config keeps serving', async () => {
+      const bad = listenerRes('http', port, 'r1', [{ name: 'x', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.network.echo.v3.Echo' } }]);
+      cp.write('listeners', [bad]);
+      await eventually('a NACK', async () => ((await proxy.stat('listener_manager.lds.update_rejected')) ?? 0) >= 1);
+      await eventually('the NACK reaches the control plane', async () => /NACKed Listener: http: filter_chains\[0\]\.filters\[0\]\.typed_config: unsupported network filter type\.googleapis\.com\/envoy\.extensions\.filters\.network\.echo\.v3\.Echo/.test(cp.log()));
+      const r = await request(`http://127.0.0.1:${port}/still`);
+      assert.equal(r.status, 200);
+      const dump = JSON.parse((await proxy.admin('/config_dump?resource=dynamic_listeners')).body) as { configs: Json[] };
+      const http = dump.configs.find((c) => c.name === 'http') as Json;
+      assert.match(String((http.error_state as Json).details), /unsupported network filter/);
+      assert.ok(http.active_state, 'the last good listener is still active');
+      cp.write('listeners', [listenerRes('http', port, 'r1')]);
+      await eventually('the error state clears', async () => {
+        const d = JSON.parse((await proxy.admin('/config_dump?resource=dynamic_listeners')).body) as { configs: Json[] };
+        return !(d.configs.find((c) => c.name === 'http') as Json).error_state;
+      });
+    });
+
+    test('control plane killed and restarted under load: zero failed requests, config re-synced', async () => {
+      let ok = 0, failed = 0, stop = false;
+      const load = (async () => {
+        while (!stop) {
+          const r = await request(`http://127.0.0.1:${port}/load`).catch(() => undefined);
+          if (r?.status === 200) ok++; else failed++;
+        }
+      })();
+      await sleep(300);
+      await cp.kill();
+      await eventually('the proxy sees the control plane gone', async () => (await proxy.stat('control_plane.connected_state')) === 0);
+      await sleep(500);
+      cp.write('routes', [routeRes('r1', 'backend', 'v3')]);
+      await cp.restart();
+      await eventually('re-sync after restart', async () => (await request(`http://127.0.0.1:${port}/x`)).headers['x-route-version'] === 'v3', 20_000);
+      stop = true;
+      await load;
+      assert.equal(failed, 0, `${failed} of ${ok + failed} requests failed`);
+      assert.ok(ok > 20, `only ${ok} requests completed`);
+    });
+  });
+}
