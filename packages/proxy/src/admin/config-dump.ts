@@ -1,4 +1,5 @@
 import type { ProxyServer } from '../server.ts';
+import { dynamicClusters, dynamicEndpoints, dynamicListeners, dynamicRoutes, dynamicSecrets, ecdsFilters } from '../xds/dump.ts';
 
 const T = 'type.googleapis.com/envoy.admin.v3.';
 const LISTENER = 'type.googleapis.com/envoy.config.listener.v3.Listener';
@@ -26,16 +27,29 @@ function inlineRoutes(listener: Json): Json[] {
  * listeners, routes, secrets), each with `@type` and `last_updated`, as
  * istioctl proxy-config reads it.
  */
-export function configDump(server: ProxyServer, resource: string | undefined): Json {
+export function configDump(server: ProxyServer, resource: string | undefined, includeEds = false): Json {
   const updated = new Date(server.loadedAt).toISOString();
   const boot = server.bootstrap;
+  const d = server.dynamic;
+  const clusters = d ? dynamicClusters(d) : undefined;
   const configs: Json[] = [
     { '@type': T + 'BootstrapConfigDump', bootstrap: boot.source, last_updated: updated },
-    { '@type': T + 'ClustersConfigDump', static_clusters: boot.clusters.map((c) => ({ cluster: { '@type': CLUSTER, ...c.source }, last_updated: updated })) },
-    { '@type': T + 'ListenersConfigDump', static_listeners: boot.listeners.map((l) => ({ listener: { '@type': LISTENER, ...l.source }, last_updated: updated })) },
-    { '@type': T + 'RoutesConfigDump', static_route_configs: boot.listeners.flatMap((l) => inlineRoutes(l.source)).map((r) => ({ route_config: { '@type': ROUTE, ...r }, last_updated: updated })) },
-    { '@type': T + 'SecretsConfigDump' },
+    {
+      '@type': T + 'ClustersConfigDump', static_clusters: boot.clusters.map((c) => ({ cluster: { '@type': CLUSTER, ...c.source }, last_updated: updated })),
+      ...(clusters ? { dynamic_active_clusters: clusters.active, dynamic_warming_clusters: clusters.warming } : {}),
+    },
+    {
+      '@type': T + 'ListenersConfigDump', static_listeners: boot.listeners.map((l) => ({ listener: { '@type': LISTENER, ...l.source }, last_updated: updated })),
+      ...(d ? { dynamic_listeners: dynamicListeners(d) } : {}),
+    },
+    {
+      '@type': T + 'RoutesConfigDump', static_route_configs: boot.listeners.flatMap((l) => inlineRoutes(l.source)).map((r) => ({ route_config: { '@type': ROUTE, ...r }, last_updated: updated })),
+      ...(d ? { dynamic_route_configs: dynamicRoutes(d) } : {}),
+    },
+    { '@type': T + 'SecretsConfigDump', ...(d ? { dynamic_active_secrets: dynamicSecrets(d) } : {}) },
   ];
+  if (d && d.extensions.size) configs.splice(1, 0, { '@type': T + 'EcdsConfigDump', ecds_filters: ecdsFilters(d) });
+  if (includeEds) configs.push({ '@type': T + 'EndpointsConfigDump', ...(d ? { dynamic_endpoint_configs: dynamicEndpoints(d) } : {}) });
   if (!resource) return { configs };
   // ?resource=<repeated field>: the elements of that field across the dump, each typed as Envoy does.
   const items: Json[] = [];
@@ -51,6 +65,12 @@ function resourceType(field: string): string {
     case 'static_clusters': return 'StaticCluster';
     case 'static_listeners': return 'StaticListener';
     case 'static_route_configs': return 'StaticRouteConfig';
+    case 'dynamic_listeners': return 'DynamicListener';
+    case 'dynamic_active_clusters': case 'dynamic_warming_clusters': return 'DynamicCluster';
+    case 'dynamic_route_configs': return 'DynamicRouteConfig';
+    case 'dynamic_endpoint_configs': return 'DynamicEndpointConfig';
+    case 'dynamic_active_secrets': return 'DynamicSecret';
+    case 'ecds_filters': return 'EcdsFilterConfig';
     default: return field;
   }
 }

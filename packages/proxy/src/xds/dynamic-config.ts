@@ -140,7 +140,7 @@ export class DynamicConfig implements XdsHandler {
       seen.add(r.name);
       if (this.staticClusters.has(r.name)) { this.reject(u.typeUrl, r, `cluster '${r.name}' is static and cannot be updated by CDS`, out); continue; }
       const text = JSON.stringify(r.json);
-      if ((this.warmingClusters.get(r.name)?.tracked ?? this.activeClusters.get(r.name))?.text === text) continue;
+      if ((this.warmingClusters.get(r.name)?.tracked ?? this.activeClusters.get(r.name))?.text === text) { this.accepted(u.typeUrl, r.name); continue; }
       let cluster: Cluster;
       try {
         cluster = this.clusters.build(compileCluster(new Msg(r.json, '')));
@@ -219,7 +219,7 @@ export class DynamicConfig implements XdsHandler {
       seen.add(r.name);
       if (this.staticListeners.has(r.name)) { this.reject(u.typeUrl, r, `listener '${r.name}' is static and cannot be updated by LDS`, out); continue; }
       const text = JSON.stringify(r.json);
-      if ((this.warmingListeners.get(r.name)?.tracked ?? this.activeListeners.get(r.name))?.text === text) continue;
+      if ((this.warmingListeners.get(r.name)?.tracked ?? this.activeListeners.get(r.name))?.text === text) { this.accepted(u.typeUrl, r.name); continue; }
       let config: ListenerConfig;
       try {
         config = compileListener(new Msg(r.json, ''), 0);
