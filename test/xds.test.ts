@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { startControlPlane, adsBootstrap, type RunningControlPlane } from './lib/controlplane.ts';
 import { cleanup, freePort, startProxy, type Json, type RunningProxy } from './lib/proxy.ts';
 import { startHttpBackend, type Backend } from './lib/backends.ts';
-import { request, sleep } from './lib/client.ts';
+import { hasResponses, parseResponses, rawExchange, request, sleep } from './lib/client.ts';
 import { T } from './lib/config.ts';
 
 const LISTENER = 'type.googleapis.com/envoy.config.listener.v3.Listener';
@@ -144,3 +144,28 @@ for (const delta of [false, true]) {
     });
   });
 }
+
+describe('HCM normalize_path and merge_slashes over RDS (as istiod sets them)', () => {
+  let cp: RunningControlPlane, proxy: RunningProxy, a: Backend, port: number;
+  before(async () => {
+    a = await startHttpBackend('a');
+    port = await freePort();
+    const l = listenerRes('norm', port, 'r-norm');
+    const tc = ((((l.filter_chains as Json[])[0].filters as Json[])[0]).typed_config as Json);
+    Object.assign(tc, { normalize_path: true, merge_slashes: true, path_with_escaped_slashes_action: 'REJECT_REQUEST' });
+    cp = await startControlPlane({ all: [edsCluster('backend'), cla('backend', [a.port]), l, routeRes('r-norm', 'backend')] });
+    proxy = await startProxy(() => adsBootstrap(cp.port, true));
+  });
+  after(() => cleanup(() => proxy?.stop(), () => cp?.stop(), () => a?.close()));
+
+  test('the backend sees the normalised path; escaped slashes are refused with 400', async () => {
+    // Raw request lines: an HTTP client library would normalise the URL itself.
+    const send = async (target: string): Promise<number> => {
+      const raw = await rawExchange(port, `GET ${target} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`, hasResponses(1));
+      return parseResponses(raw).responses[0].status;
+    };
+    assert.equal(await send('//x/./y/../%7Ez?q=1'), 200);
+    assert.equal(a.requests.at(-1)?.url, '/x/~z?q=1');
+    assert.equal(await send('/a%2Fb'), 400);
+  });
+});

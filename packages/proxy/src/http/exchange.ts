@@ -15,7 +15,8 @@ export const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'tran
 export interface Exchange {
   readonly protocol: 'HTTP/1.0' | 'HTTP/1.1' | 'HTTP/2';
   readonly method: string;
-  readonly path: string;
+  /** Mutable: the HCM's path normalisation rewrites it before routing. */
+  path: string;
   readonly authority: string;
   readonly scheme: string;
   /** Request headers without pseudo-headers; the router edits them in place for the upstream. */
@@ -37,7 +38,7 @@ export interface Exchange {
 export class H2Exchange implements Exchange {
   readonly protocol = 'HTTP/2' as const;
   readonly method: string;
-  readonly path: string;
+  path: string;
   readonly authority: string;
   readonly scheme: string;
   readonly headers: Headers;

@@ -217,7 +217,8 @@ function compileForward(m: Msg): ForwardAction {
 /** max_stream_duration.grpc_timeout_header_max / _offset (or the older max_grpc_timeout / grpc_timeout_offset). */
 function readGrpcTimeout(m: Msg): ForwardAction['grpcTimeout'] {
   const msd = m.msg('max_stream_duration');
-  if (msd?.has('max_stream_duration')) throw msd.error('max_stream_duration', 'is not supported yet');
+  // 0 (what istiod sends) disables it; a real limit is not built.
+  if (msd && msd.durationMs('max_stream_duration', 0) !== 0) throw msd.error('max_stream_duration', 'is not supported yet');
   if (msd?.has('grpc_timeout_header_max')) {
     return { maxMs: msd.durationMs('grpc_timeout_header_max', 0), offsetMs: msd.durationMs('grpc_timeout_header_offset', 0) };
   }

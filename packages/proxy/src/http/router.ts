@@ -1,3 +1,4 @@
+import { normalizeRequestPath, type PathNormalization } from './path-normalize.ts';
 import { randomUUID } from 'node:crypto';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { HOP_BY_HOP, type Exchange, type Headers } from './exchange.ts';
@@ -21,6 +22,8 @@ import { FilterChainRun, type NamedFilter } from './filter-chain.ts';
 /** The immutable per-HCM settings the router reads on every request. */
 export interface RouterSettings {
   readonly routes: RouteTable;
+  /** normalize_path / merge_slashes / path_with_escaped_slashes_action (undefined: all off). */
+  readonly pathNormalization: PathNormalization | undefined;
   readonly clusters: ClusterManager;
   readonly serverName: string;
   readonly useRemoteAddress: boolean;
@@ -44,6 +47,12 @@ export function routeRequest(ex: Exchange, s: RouterSettings): void {
   const rec = new RequestRecord(ex, now());
   s.stats.rqTotal.value++;
   s.stats.rqActive.value++;
+  if (s.pathNormalization !== undefined) {
+    const n = normalizeRequestPath(ex.path, s.pathNormalization);
+    if (n.kind === 'reject') return finishLocal(rec, s, 400, undefined, Flag.None, 'path_normalization_failed');
+    if (n.kind === 'redirect') return finishLocal(rec, s, 307, undefined, Flag.None, 'path_normalization_redirect', { location: n.path });
+    ex.path = n.path;
+  }
   const matched = s.routes.route(ex.authority, ex, false);
   if (s.filters.length === 0) return dispatch(ex, s, rec, matched);
   const run = new FilterChainRun(ex, rec, matched?.route, matched?.vhost, s.filters, s.routes, () => dispatch(ex, s, rec, matched),

@@ -175,7 +175,7 @@ export class H1Connection {
 export class H1Exchange implements Exchange {
   readonly protocol: 'HTTP/1.0' | 'HTTP/1.1';
   readonly method: string;
-  readonly path: string;
+  path: string;
   readonly authority: string;
   readonly scheme: string;
   readonly headers: Headers;

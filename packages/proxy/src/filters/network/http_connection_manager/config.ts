@@ -7,6 +7,7 @@ import { compileAccessLogs, type AccessLogger } from '../../../telemetry/access-
 import { compileLocalReplyConfig, type LocalReplyConfig } from '../../../http/local-reply-config.ts';
 import { HTTP_FILTERS_BY_NAME, HTTP_FILTERS_BY_URL } from '../../http/registry.ts';
 import type { HttpFilterConfig } from '../../http/types.ts';
+import type { PathNormalization } from '../../../http/path-normalize.ts';
 import { describeTypedConfig, readTypedConfig } from '../../../config/typed-config.ts';
 
 export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
@@ -15,9 +16,9 @@ const SERVER_HEADER = ['OVERWRITE', 'APPEND_IF_ABSENT', 'PASS_THROUGH'] as const
 const UNDERSCORES = ['ALLOW', 'REJECT_REQUEST', 'DROP_HEADER'] as const;
 
 /** Fields that change behaviour and are not built yet: refused rather than ignored. */
-const NOT_YET = ['scoped_routes', 'tracing', 'add_user_agent', 'internal_address_config', 'forward_client_cert_details',
-  'set_current_client_cert_details', 'original_ip_detection_extensions', 'early_header_mutation_extensions', 'request_id_extension',
-  'strip_matching_host_port', 'strip_any_host_port', 'path_normalization_options', 'normalize_path', 'merge_slashes'];
+const NOT_YET = ['scoped_routes', 'add_user_agent', 'internal_address_config', 'forward_client_cert_details',
+  'set_current_client_cert_details', 'original_ip_detection_extensions', 'early_header_mutation_extensions',
+  'strip_matching_host_port', 'strip_any_host_port', 'path_normalization_options'];
 
 export interface HcmConfig {
   readonly statPrefix: string;
@@ -55,6 +56,7 @@ export interface HcmConfig {
   readonly upgrades: ReadonlyMap<string, boolean>;
   readonly accessLogs: readonly AccessLogger[];
   readonly localReply: LocalReplyConfig | undefined;
+  readonly pathNormalization: PathNormalization | undefined;
 }
 
 export function compileHcm(m: Msg): HcmConfig {
@@ -64,6 +66,8 @@ export function compileHcm(m: Msg): HcmConfig {
   if (!rc && !rds) throw m.error('route_config', 'an inline route_config or rds is required');
   if (rc && rds) throw m.error('rds', 'route_config and rds are mutually exclusive');
   if (rds) readRdsSource(rds);
+  readTracing(m);
+  readRequestIdExtension(m);
   const filters = m.list('http_filters');
   if (filters.length === 0) throw m.error('http_filters', 'the router filter is required');
   let router: RouterFilterConfig | undefined;
@@ -127,8 +131,42 @@ export function compileHcm(m: Msg): HcmConfig {
     h2AllowConnect: h2?.bool('allow_connect') ?? false,
     upgrades,
     accessLogs: compileAccessLogs(m.list('access_log')),
+    pathNormalization: readPathNormalization(m),
     localReply: m.has('local_reply_config') ? compileLocalReplyConfig(m.requiredMsg('local_reply_config')) : undefined,
   };
+}
+
+/**
+ * `tracing` without a `provider` (what istiod sends when the mesh has no tracer in the HCM): Envoy
+ * then only samples and tags, and with no tracer nothing is reported, so it is accepted as such.
+ * A provider would mean exporting spans, which is not built.
+ */
+function readTracing(m: Msg): void {
+  const t = m.msg('tracing');
+  if (!t) return;
+  if (t.has('provider')) throw t.error('provider', 'is not supported yet (no span exporter is built)');
+  for (const f of ['client_sampling', 'random_sampling', 'overall_sampling']) {
+    const pct = t.msg(f)?.num('value', 100) ?? 100;
+    if (pct < 0 || pct > 100) throw t.error(`${f}.value`, 'must be between 0 and 100');
+  }
+}
+
+/** The UUID request id extension is the default behaviour (x-request-id generated as a UUIDv4). */
+function readRequestIdExtension(m: Msg): void {
+  const ext = m.msg('request_id_extension');
+  if (!ext) return;
+  const url = ext.msg('typed_config')?.str('@type') ?? '';
+  if (url !== 'type.googleapis.com/envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig') throw ext.error('typed_config', `unsupported request id extension ${url}`);
+}
+
+const ESCAPED_SLASHES = ['IMPLEMENTATION_SPECIFIC_DEFAULT', 'KEEP_UNCHANGED', 'REJECT_REQUEST', 'UNESCAPE_AND_REDIRECT', 'UNESCAPE_AND_FORWARD'] as const;
+
+function readPathNormalization(m: Msg): PathNormalization | undefined {
+  const normalize = m.bool('normalize_path');
+  const mergeSlashes = m.bool('merge_slashes');
+  const action = m.enumOf('path_with_escaped_slashes_action', ESCAPED_SLASHES);
+  const escapedSlashes = action === 'IMPLEMENTATION_SPECIFIC_DEFAULT' ? 'KEEP_UNCHANGED' : action;
+  return normalize || mergeSlashes || escapedSlashes !== 'KEEP_UNCHANGED' ? { normalize, mergeSlashes, escapedSlashes } : undefined;
 }
 
 /** RDS over ADS is what istiod sends; other config sources are not built. */

@@ -39,6 +39,7 @@ export class HttpConnectionManager {
     const logs = config.accessLogs;
     this.settings = {
       routes: config.routes,
+      pathNormalization: config.pathNormalization,
       clusters,
       serverName: config.serverHeader === 'OVERWRITE' ? config.serverName : '',
       useRemoteAddress: config.useRemoteAddress,
