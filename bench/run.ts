@@ -18,6 +18,7 @@ import { DEFAULT_SKUA_MAIN, REPO_ROOT } from './lib/targets.ts';
 import { runL4 } from './scenarios/l4.ts';
 import { runL7 } from './scenarios/l7.ts';
 import { ROUNDS as ROUTES_ROUNDS, routesChecks, runRoutes } from './scenarios/routes.ts';
+import { runXds } from './scenarios/xds.ts';
 import { listMicroFiles, microMarkdown, microText, runMicro, type MicroResult } from './scenarios/micro.ts';
 import {
   ALL_SCENARIOS, ALL_TARGETS, DEFAULT_SCENARIOS,
@@ -27,7 +28,8 @@ import {
 const RESULTS_DIR = path.join(REPO_ROOT, 'bench/results');
 
 const USAGE = `usage: ./dev bench [options]   (node bench/run.ts)
-  --only l7,l4,micro,routes scenarios to run (default: l7,l4; routes = 1 route vs 1,000 vhosts x 10 routes, skua only)
+  --only l7,l4,micro,routes,xds scenarios to run (default: l7,l4; routes = 1 route vs 1,000 vhosts x 10 routes,
+                            xds = 5,000 services over ADS from scratch + one endpoint change; both skua only)
   --targets LIST            subset of direct,nginx,haproxy,skua (default: all)
   --duration SECONDS        measured wrk time per L7 target (default 10)
   --warmup SECONDS          unmeasured wrk time before each L7 measurement (default 2)
@@ -167,6 +169,7 @@ async function runScenario(s: Scenario, opts: Options): Promise<ScenarioResult |
   if (s === 'l7') return runL7(opts, tmpDir);
   if (s === 'l4') return runL4(opts, tmpDir);
   if (s === 'routes') return runRoutes(opts, tmpDir);
+  if (s === 'xds') return runXds(opts, tmpDir);
   return runMicro();
 }
 

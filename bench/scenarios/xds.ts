@@ -1,0 +1,157 @@
+/**
+ * xDS scenario (`--only xds`): what applying a mesh costs skua-proxy. skua-controlplane
+ * (a real child process) serves istiod-shaped resources for N services (bench/lib/mesh-resources.ts:
+ * N EDS clusters + N endpoint sets, one RouteConfiguration with N virtual hosts, N/10 TCP
+ * listeners, one HTTP listener). Measured per ADS flavour (Delta, as istiod uses, and SotW):
+ *   apply ms    proxy spawn → /ready (CDS → EDS warm → LDS → RDS), minus a static-bootstrap
+ *               proxy's spawn → /ready in the same run (process start-up)
+ *   CPU ms      the proxy's utime+stime at /ready, minus the static proxy's
+ *   RSS MB      the proxy's RSS once live, and the growth over the static proxy
+ *   change ms   one service's endpoints change (a file the control plane watches) until that
+ *               service's traffic reaches the new backend; median of 5 (includes the control
+ *               plane's 100 ms file-watch debounce, reported separately)
+ */
+import { readFileSync, renameSync, writeFileSync, mkdirSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { progress } from '../lib/progress.ts';
+import { startProcess, stopProcess, type Proc } from '../lib/procs.ts';
+import { freePort, HOST, waitForReady } from '../lib/net.ts';
+import { claFor, meshResources, svcHost } from '../lib/mesh-resources.ts';
+import { REPO_ROOT } from '../lib/targets.ts';
+import type { Column, Options, Row, ScenarioResult } from '../lib/types.ts';
+
+export const SERVICES = 5000;
+const CP_MAIN = path.join(REPO_ROOT, 'packages/controlplane/src/main.ts');
+const DEBOUNCE_MS = 100;
+
+const COLUMNS: Column[] = [
+  { key: 'applyMs', title: 'apply ms', digits: 0, better: 'lower' },
+  { key: 'cpuMs', title: 'apply CPU ms', digits: 0, better: 'lower' },
+  { key: 'rssMb', title: 'RSS MB', digits: 1, better: 'lower' },
+  { key: 'rssGrowthMb', title: 'RSS growth MB', digits: 1, better: 'lower' },
+  { key: 'changeMs', title: 'endpoint change ms (median)', digits: 1, better: 'lower' },
+  { key: 'cpStartMs', title: 'control plane load ms', digits: 0, better: 'lower' },
+];
+
+function cpuMs(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10; // utime + stime in 10 ms ticks
+}
+
+function rssMb(pid: number): number {
+  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+function backend(name: string): Promise<{ server: http.Server; port: number }> {
+  const server = http.createServer((_req, res) => { res.setHeader('x-backend', name); res.end(name); });
+  return new Promise((resolve) => server.listen(0, HOST, () => resolve({ server, port: (server.address() as { port: number }).port })));
+}
+
+function whoAnswers(port: number, host: string): Promise<string> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: HOST, port, path: '/', agent: false, timeout: 1000, headers: { host } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(String(res.headers['x-backend'] ?? res.statusCode)));
+    });
+    req.on('error', () => resolve('error'));
+    req.on('timeout', () => req.destroy());
+  });
+}
+
+function writeAtomically(file: string, json: unknown): void {
+  writeFileSync(file + '.tmp', JSON.stringify(json));
+  renameSync(file + '.tmp', file);
+}
+
+function adsBootstrap(adminPort: number, cpPort: number, delta: boolean): unknown {
+  return {
+    node: { id: 'sidecar~127.0.0.1~bench.bench~bench.svc.cluster.local', cluster: 'bench' },
+    admin: { address: { socket_address: { address: HOST, port_value: adminPort } } },
+    dynamic_resources: {
+      ads_config: { api_type: delta ? 'DELTA_GRPC' : 'GRPC', set_node_on_first_message_only: true, grpc_services: [{ envoy_grpc: { cluster_name: 'xds-grpc' } }] },
+      lds_config: { ads: {}, initial_fetch_timeout: '0s' }, cds_config: { ads: {}, initial_fetch_timeout: '0s' },
+    },
+    static_resources: { clusters: [{ name: 'xds-grpc', type: 'STATIC', connect_timeout: '1s', http2_protocol_options: {},
+      load_assignment: { cluster_name: 'xds-grpc', endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: HOST, port_value: cpPort } } } }] }] } }] },
+  };
+}
+
+async function startProxy(dir: string, name: string, bootstrap: unknown, adminPort: number): Promise<{ proc: Proc; readyMs: number; cpu: number }> {
+  const file = path.join(dir, `${name}.json`);
+  writeFileSync(file, JSON.stringify(bootstrap));
+  const t0 = performance.now();
+  const proc = startProcess(name, process.execPath, [path.join(REPO_ROOT, 'packages/proxy/src/main.ts'), '-c', file, '-l', 'warn'], { cwd: REPO_ROOT });
+  await waitForReady(adminPort, proc, 300_000);
+  return { proc, readyMs: performance.now() - t0, cpu: cpuMs(proc.pid) };
+}
+
+export async function runXds(_opts: Options, tmpDir: string): Promise<ScenarioResult> {
+  const startedAt = new Date().toISOString();
+  const t0 = performance.now();
+  const dir = path.join(tmpDir, 'xds');
+  const cpDir = path.join(dir, 'cp');
+  mkdirSync(cpDir, { recursive: true });
+  const a = await backend('a'), b = await backend('b');
+  const rows: Row[] = [];
+  try {
+    // Baseline: a proxy with a static bootstrap (process start-up, admin).
+    const baseAdmin = await freePort();
+    const base = await startProxy(dir, 'static', { admin: { address: { socket_address: { address: HOST, port_value: baseAdmin } } } }, baseAdmin);
+    const baseRss = rssMb(base.proc.pid);
+    await stopProcess(base.proc);
+    progress('xds', `static proxy: ready in ${base.readyMs.toFixed(0)} ms, ${baseRss.toFixed(1)} MB`);
+
+    const port = await freePort();
+    const res = meshResources(SERVICES, port, a.port);
+    for (const [k, list] of Object.entries(res)) writeAtomically(path.join(cpDir, `${k}.json`), { resources: list });
+    const cpPort = await freePort();
+    const tc = performance.now();
+    const cp = startProcess('skua-controlplane', process.execPath, [CP_MAIN, '--config-dir', cpDir, '--xds-address', `${HOST}:${cpPort}`], { cwd: REPO_ROOT });
+    while (!cp.stderr.includes('ADS on')) {
+      if (cp.exitStatus !== undefined) throw new Error(`skua-controlplane exited: ${cp.stderr}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const cpStartMs = performance.now() - tc;
+    progress('xds', `control plane: ${SERVICES} services loaded in ${cpStartMs.toFixed(0)} ms`);
+    for (const delta of [true, false]) {
+      const label = `skua-proxy, ${SERVICES.toLocaleString('en-US')} services, ${delta ? 'Delta' : 'SotW'} ADS`;
+      const adminPort = await freePort();
+      writeAtomically(path.join(cpDir, 'zz-change.json'), { resources: [] });
+      const p = await startProxy(dir, delta ? 'delta' : 'sotw', adsBootstrap(adminPort, cpPort, delta), adminPort);
+      const host = svcHost(SERVICES >> 1);
+      if (await whoAnswers(port, host) !== 'a') throw new Error(`${label}: service ${host} does not reach backend a`);
+      const rss = rssMb(p.proc.pid);
+      const changes: number[] = [];
+      for (let k = 0; k < 5; k++) {
+        const to = k % 2 === 0 ? b : a;
+        const want = to === a ? 'a' : 'b';
+        const tw = performance.now();
+        writeAtomically(path.join(cpDir, 'zz-change.json'), { resources: [claFor(SERVICES >> 1, [to.port])] });
+        while (await whoAnswers(port, host) !== want) {
+          if (performance.now() - tw > 30_000) throw new Error(`${label}: endpoint change not applied within 30 s`);
+          await new Promise((r) => setTimeout(r, 2));
+        }
+        changes.push(performance.now() - tw);
+      }
+      changes.sort((x, y) => x - y);
+      const metrics = {
+        applyMs: p.readyMs - base.readyMs, cpuMs: p.cpu - base.cpu, rssMb: rss, rssGrowthMb: rss - baseRss,
+        changeMs: changes[2], cpStartMs,
+      };
+      rows.push({ target: 'skua', label, metrics, samples: changes });
+      progress('xds', `${label}: apply ${metrics.applyMs.toFixed(0)} ms, RSS ${rss.toFixed(1)} MB, change ${changes[2].toFixed(1)} ms`);
+      await stopProcess(p.proc);
+    }
+    await stopProcess(cp);
+  } finally {
+    a.server.close();
+    b.server.close();
+  }
+  return {
+    scenario: 'xds', title: `xDS: ${SERVICES.toLocaleString('en-US')} istiod-shaped services applied from scratch, and one endpoint change`,
+    startedAt, seconds: (performance.now() - t0) / 1000, primary: 'applyMs', columns: COLUMNS, rows,
+    settings: { services: SERVICES, debounceMs: DEBOUNCE_MS, clusters: SERVICES, endpoints: SERVICES, virtualHosts: SERVICES + 1, tcpListeners: SERVICES / 10 },
+  };
+}
