@@ -1,4 +1,4 @@
-import { localNode } from '../../core/node.ts';
+import { localNode, type LocalNode } from '../../core/node.ts';
 import { decodeStruct, encodeStruct, type JsonStruct, type JsonValue } from './struct-codec.ts';
 
 /**
@@ -81,7 +81,7 @@ export function peerFromMetadata(id: string, metadata: Readonly<JsonStruct>): Pe
 }
 
 interface LocalExchange {
-  readonly node: object;
+  readonly node: LocalNode;
   readonly peer: PeerInfo;
   /** x-envoy-peer-metadata: base64 of the serialized Struct. */
   readonly header: string;

@@ -51,7 +51,7 @@ export interface IstioStatsConfig {
   readonly exprs: readonly Attr[];
 }
 
-const KNOWN = ['disable_host_header_fallback', 'tcp_reporting_duration', 'metrics', 'definitions', 'reporter',
+const KNOWN = ['@type', 'disable_host_header_fallback', 'tcp_reporting_duration', 'metrics', 'definitions', 'reporter',
   'rotation_interval', 'graceful_deletion_interval', 'rescoping_duration', 'scope_grace_period_duration'];
 const KINDS = ['COUNTER', 'GAUGE', 'HISTOGRAM'] as const;
 
