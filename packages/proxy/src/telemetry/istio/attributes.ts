@@ -192,6 +192,10 @@ function peerResolver(upstream: boolean, steps: Step[]): Attr | string {
   return `unsupported peer attribute ${steps.map((s) => (s.kind === 'field' ? `.${s.name}` : `['${s.key}']`)).join('')}`;
 }
 
+/** Attributes whose values are numbers (usable as a definition's value). */
+const NUMERIC = new Set(['request.size', 'request.total_size', 'request.duration', 'response.code', 'response.size', 'response.total_size',
+  'response.grpc_status', 'source.port', 'destination.port', 'upstream.port', 'connection.id']);
+
 /** Compiles `m[key]` (an expression string); `numeric` requires a number-valued result (definitions). */
 export function compileAttribute(m: Msg, key: string, expr: string, numeric = false): Attr {
   const p = parse(expr);
@@ -203,6 +207,8 @@ export function compileAttribute(m: Msg, key: string, expr: string, numeric = fa
   }
   const r = resolver(p.root as string, p.steps);
   if (typeof r === 'string') throw m.error(key, `unsupported CEL expression ${JSON.stringify(expr)}: ${r}`);
+  const path = `${p.root}${p.steps.map((s) => (s.kind === 'field' ? `.${s.name}` : '[]')).join('')}`;
+  if (numeric && (p.func === 'string' || !NUMERIC.has(path))) throw m.error(key, `expected a number-valued expression, got ${JSON.stringify(expr)}`);
   if (p.func === 'string') return (c) => { const v = r(c); return v === undefined ? undefined : String(v); };
   return r;
 }

@@ -42,7 +42,7 @@ function compile(m: Msg | undefined): GrpcStatsConfig {
 }
 
 /** Counts length-prefixed gRPC messages (1 flag byte + 4-byte big-endian length) across chunk boundaries. */
-class FrameCounter {
+export class FrameCounter {
   count = 0;
   /** Bytes of the current prefix still to read (5..1), or 0 while inside a message body. */
   private need = 5;
