@@ -67,10 +67,9 @@ class LiveTcpStats implements LiveNetworkFilter {
       (r.series[OPENED] as Counter | undefined)?.inc();
     }
     const [rx, tx] = downstreamBytes(r.socket, r.info);
-    (r.series[SENT] as Counter | undefined)?.inc(tx - r.sent);
-    (r.series[RECEIVED] as Counter | undefined)?.inc(rx - r.received);
-    r.sent = tx;
-    r.received = rx;
+    // Counters only grow: a socket torn down mid-write must not report negative bytes.
+    if (tx > r.sent) { (r.series[SENT] as Counter | undefined)?.inc(tx - r.sent); r.sent = tx; }
+    if (rx > r.received) { (r.series[RECEIVED] as Counter | undefined)?.inc(rx - r.received); r.received = rx; }
     if (end) {
       if (r.timer) clearInterval(r.timer);
       (r.series[CLOSED] as Counter | undefined)?.inc();
