@@ -4,7 +4,8 @@ import { compileBootstrap, loadBootstrapSource } from './config/bootstrap.ts';
 import { setLogLevel } from './core/log.ts';
 import { ProxyServer } from './server.ts';
 import type { ProxyArgs } from './agent/cli.ts';
-import { StatsStore, type Histogram } from './stats/store.ts';
+import { StatsStore, Histogram as HistogramClass, type Histogram } from './stats/store.ts';
+import { labelledFamily, type FamilyKind } from './stats/labelled.ts';
 
 /** A worker's stats, sent to the main thread at scrape time. */
 interface StatsSnapshot {
@@ -12,6 +13,7 @@ interface StatsSnapshot {
   gauges: Array<[string, number]>;
   histograms: Array<[string, { buckets: number[]; count: number; sum: number }]>;
   tags: Array<[string, { base: string; tags: Array<[string, string]> }]>;
+  families: Array<{ namespace: string; name: string; kind: FamilyKind; series: Array<{ names: string[]; values: string[]; value: number; hist?: { buckets: number[]; count: number; sum: number } }> }>;
 }
 
 function snapshot(store: StatsStore): StatsSnapshot {
@@ -20,6 +22,15 @@ function snapshot(store: StatsStore): StatsSnapshot {
     gauges: [...store.gauges].map(([k, g]) => [k, g.value]),
     histograms: [...store.histograms].map(([k, h]) => [k, { buckets: [...h.buckets], count: h.count, sum: h.sum }]),
     tags: [...store.tags].map(([k, t]) => [k, { base: t.base, tags: t.tags.map(([a, b]) => [a, b] as [string, string]) }]),
+    families: [...store.families.values()].map((f) => ({
+      namespace: f.namespace, name: f.name, kind: f.kind,
+      series: [...f.series.values()].map((s) => {
+        const m = s.metric;
+        return m instanceof HistogramClass
+          ? { names: [...s.names], values: [...s.values], value: 0, hist: { buckets: [...m.buckets], count: m.count, sum: m.sum } }
+          : { names: [...s.names], values: [...s.values], value: m.value };
+      }),
+    })),
   };
 }
 
@@ -31,6 +42,19 @@ function addInto(store: StatsStore, s: StatsSnapshot): void {
     const h: Histogram = store.histogram(k);
     h.count += v.count; h.sum += v.sum;
     v.buckets.forEach((b, i) => { h.buckets[i] += b; });
+  }
+  for (const f of s.families) {
+    const fam = labelledFamily(store, f.namespace, f.name, f.kind);
+    for (const se of f.series) {
+      const m = fam.get(se.names, se.values);
+      if (m instanceof HistogramClass && se.hist) {
+        m.count += se.hist.count; m.sum += se.hist.sum;
+        se.hist.buckets.forEach((b, i) => { m.buckets[i] += b; });
+      } else if (!(m instanceof HistogramClass)) {
+        // Labelled gauges (istio_build) describe the process, not a worker: merged by max.
+        m.value = f.kind === 'gauge' ? Math.max(m.value, se.value) : m.value + se.value;
+      }
+    }
   }
 }
 

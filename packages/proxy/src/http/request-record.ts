@@ -23,6 +23,11 @@ export class RequestRecord implements LogEntry {
   readonly forwardedFor: string;
   requestId = '';
   responseHeaders: Record<string, string | string[] | number | undefined> | undefined;
+  responseTrailers: Record<string, string | string[] | undefined> | undefined = undefined;
+  /** Per-request facts filters hand to later filters and to telemetry (Envoy's stream filter state), made on first use. */
+  filterState: Map<string, unknown> | undefined = undefined;
+  /** Sees the request body as it goes upstream (first attempt) and the response body as it comes back (grpc_stats). */
+  dataTap: { request(chunk: Buffer): void; response(chunk: Buffer): void } | undefined = undefined;
   details = '';
   localReplyBody: string | undefined;
   /** Set when the HCM has HTTP filters: response headers pass through them. */

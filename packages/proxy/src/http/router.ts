@@ -99,6 +99,8 @@ export function complete(rec: RequestRecord, s: RouterSettings): void {
   s.stats.rqActive.value--;
   if (rec.status) s.stats.codes.record(rec.status);
   s.stats.rqTime.record(rec.durationMs);
+  const filters = s.filters;
+  for (let i = 0; i < filters.length; i++) filters[i].filter.onComplete?.(rec);
   if (s.onComplete) s.onComplete(rec);
 }
 

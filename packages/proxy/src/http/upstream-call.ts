@@ -13,6 +13,7 @@ import type { ReplayableBody } from './replay-body.ts';
 import { applySetCookies } from './hash-policy.ts';
 import { complete, type RouterSettings } from './router.ts';
 import { RetryStats } from './retry-stats.ts';
+import { ALPN_OVERRIDE_STATE, type AlpnOverrides } from '../filters/http/alpn/config.ts';
 
 const now = (): number => performance.now();
 
@@ -211,11 +212,13 @@ export class UpstreamRequest {
   onData(chunk: Buffer): boolean {
     this.activity++;
     this.p.rec.bytesSent += chunk.length;
+    this.p.rec.dataTap?.response(chunk);
     return this.p.ex.write(chunk);
   }
 
   onEnd(trailers: Headers | undefined): void {
     if (this.done) return;
+    this.p.rec.responseTrailers = trailers;
     this.p.ex.end(trailers);
     this.finish();
   }
@@ -361,7 +364,9 @@ class Attempt implements Dispatcher.DispatchHandler {
     this.host.rqTotal++;
     if (p.perTryTimeoutMs > 0) this.timer = setTimeout(perTryTimeout, p.perTryTimeoutMs, this);
     const http2 = p.cluster.config.protocol === 'http2' || (p.cluster.config.protocol === 'downstream' && p.ex.protocol === 'HTTP/2');
-    p.cluster.httpPool(this.host, http2).dispatch({ path: p.path, method: p.ex.method, headers: p.headers, body }, this);
+    const alpn = p.rec.filterState?.get(ALPN_OVERRIDE_STATE) as AlpnOverrides | undefined;
+    const override = alpn && p.cluster.config.tls ? alpn[http2 ? 'HTTP2' : p.ex.protocol === 'HTTP/1.0' && p.cluster.config.protocol === 'downstream' ? 'HTTP10' : 'HTTP11'] : undefined;
+    p.cluster.httpPool(this.host, http2, override).dispatch({ path: p.path, method: p.ex.method, headers: p.headers, body }, this);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -372,7 +377,11 @@ class Attempt implements Dispatcher.DispatchHandler {
   onBodySent(chunk: Buffer): void {
     this.sentBody = true;
     // Without a replay buffer the first (only) attempt counts the bytes (BYTES_RECEIVED).
-    if (this.n === 1) this.parent.plan.rec.bytesReceived += chunk.length;
+    if (this.n === 1) {
+      const rec = this.parent.plan.rec;
+      rec.bytesReceived += chunk.length;
+      rec.dataTap?.request(chunk);
+    }
   }
 
   onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {

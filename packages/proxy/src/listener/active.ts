@@ -68,9 +68,9 @@ export class ActiveListener {
   private liveChain(chain: FilterChainConfig): LiveChain {
     let c = this.live.get(chain);
     if (!c) {
-      const scope = { store: this.store, clusters: this.clusters };
+      const scope = { store: this.store, clusters: this.clusters, direction: this.config.direction };
       const terminal = chain.terminal.kind === 'hcm'
-        ? new HttpConnectionManager(chain.terminal.config, this.clusters, this.store)
+        ? new HttpConnectionManager(chain.terminal.config, this.clusters, this.store, this.config.direction)
         : new TcpProxy(chain.terminal.config, this.clusters, this.store);
       c = { filters: chain.readFilters.map((f) => f.live(scope)), terminal };
       this.live.set(chain, c);
@@ -197,6 +197,7 @@ export class ActiveListener {
       const info: ConnInfo = {
         ...base, tls: true, serverName: (secure as TLSSocket & { servername?: string }).servername || facts.serverName,
         alpn: secure.alpnProtocol || '', peerUriSans: secure.authorized ? uriSans(secure) : NO_SANS, filterState: undefined,
+        localUriSans: localSans(tls, secure),
       };
       setConnInfo(secure, info);
       runChain(live, secure as unknown as Socket, info);
@@ -229,17 +230,38 @@ export class ActiveListener {
 
 const NO_SANS: readonly string[] = [];
 
-/** Read filters in order, then the terminal; a filter that answers 'close' ends the connection. */
-function runChain(live: LiveChain, socket: Socket, info: ConnInfo): void {
-  for (const f of live.filters) {
-    if (f.onConnection(socket, info) === 'close') { socket.destroy(); return; }
+/**
+ * Read filters in order, then the terminal; a filter that answers 'close' ends the connection,
+ * one that answers 'stop' resumes the chain from the next filter when it is ready.
+ */
+function runChain(live: LiveChain, socket: Socket, info: ConnInfo, from = 0): void {
+  const filters = live.filters;
+  for (let i = from; i < filters.length; i++) {
+    const r = filters[i].onConnection(socket, info, () => { if (!socket.destroyed) runChain(live, socket, info, i + 1); });
+    if (r === 'close') { socket.destroy(); return; }
+    if (r === 'stop') return;
   }
   live.terminal.onConnection(socket, info);
 }
 
 /** The URI SANs (SPIFFE ids) of the peer certificate. */
 function uriSans(secure: TLSSocket): readonly string[] {
-  const alt = secure.getPeerCertificate()?.subjectaltname;
+  return parseUriSans(secure.getPeerCertificate()?.subjectaltname);
+}
+
+/** Our own certificate's URI SANs: the same for every connection of a chain's TLS context, so parsed once. */
+const ownSans = new WeakMap<object, readonly string[]>();
+function localSans(tls: object, secure: TLSSocket): readonly string[] {
+  let sans = ownSans.get(tls);
+  if (!sans) {
+    const cert = secure.getCertificate();
+    sans = parseUriSans(cert && 'subjectaltname' in cert ? cert.subjectaltname : undefined);
+    ownSans.set(tls, sans);
+  }
+  return sans;
+}
+
+function parseUriSans(alt: string | undefined): readonly string[] {
   if (!alt) return NO_SANS;
   const out: string[] = [];
   for (const part of alt.split(', ')) if (part.startsWith('URI:')) out.push(part.slice(4));

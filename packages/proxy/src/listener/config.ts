@@ -49,6 +49,8 @@ export interface ListenerConfig {
   readonly chains: FilterChainMatcher<FilterChainConfig>;
   readonly chainCount: number;
   readonly statPrefix: string;
+  /** traffic_direction: Istio's telemetry filters tell inbound (server) from outbound (client) by it. */
+  readonly direction: 'UNSPECIFIED' | 'INBOUND' | 'OUTBOUND';
   readonly source: Record<string, unknown>;
 }
 
@@ -89,6 +91,7 @@ export function compileListener(m: Msg, index: number): ListenerConfig {
     chains: compileFilterChainMatcher(compiled, dfc ? compileChain(dfc) : undefined),
     chainCount: chains.length + (dfc ? 1 : 0),
     statPrefix: m.str('stat_prefix') || `${address.address}_${address.port}`,
+    direction: m.enumOf('traffic_direction', ['UNSPECIFIED', 'INBOUND', 'OUTBOUND'] as const),
     source: m.raw,
   };
 }

@@ -14,6 +14,8 @@ export interface ConnInfo {
   readonly alpn: string;
   /** URI SANs of the verified peer certificate (SPIFFE ids), empty without mutual TLS. */
   readonly peerUriSans: readonly string[];
+  /** URI SANs of our own certificate on a TLS connection (telemetry's destination principal). */
+  readonly localUriSans?: readonly string[];
   readonly startTime: number;
   /** Per-connection facts filters hand to later filters (Envoy's filter state), made on first use. */
   filterState: Map<string, unknown> | undefined;

@@ -1,4 +1,4 @@
-import { HISTOGRAM_BOUNDS, type StatsStore } from './store.ts';
+import { HISTOGRAM_BOUNDS, Histogram, type StatsStore, type Counter, type Gauge } from './store.ts';
 
 /**
  * Envoy's Prometheus exposition: `envoy_` + the stat name with its tag values
@@ -44,6 +44,25 @@ export function renderPrometheus(store: StatsStore): string {
     add(e.name, 'histogram', `${e.name}_sum${labels(e.tags)} ${h.sum}`);
     add(e.name, 'histogram', `${e.name}_count${labels(e.tags)} ${h.count}`);
   }
+  for (const f of store.families.values()) {
+    for (const series of f.series.values()) {
+      const m = series.metric;
+      const l = series.labelText;
+      if (m instanceof Histogram) {
+        const sep = l ? ',' : '';
+        let cum = 0;
+        for (let i = 0; i < HISTOGRAM_BOUNDS.length; i++) {
+          cum += m.buckets[i];
+          add(f.name, 'histogram', `${f.name}_bucket{${l}${sep}le="${HISTOGRAM_BOUNDS[i]}"} ${cum}`);
+        }
+        add(f.name, 'histogram', `${f.name}_bucket{${l}${sep}le="+Inf"} ${m.count}`);
+        add(f.name, 'histogram', `${f.name}_sum{${l}} ${m.sum}`);
+        add(f.name, 'histogram', `${f.name}_count{${l}} ${m.count}`);
+      } else {
+        add(f.name, f.kind, `${f.name}{${l}} ${(m as Counter | Gauge).value}`);
+      }
+    }
+  }
   let out = '';
   for (const name of [...groups.keys()].sort()) {
     const g = groups.get(name)!;
@@ -58,6 +77,14 @@ export function renderText(store: StatsStore, filter: RegExp | undefined): strin
   for (const [k, c] of store.counters) if (!filter || filter.test(k)) rows.push(`${k}: ${c.value}`);
   for (const [k, g] of store.gauges) if (!filter || filter.test(k)) rows.push(`${k}: ${g.value}`);
   for (const [k, h] of store.histograms) if (!filter || filter.test(k)) rows.push(`${k}: count=${h.count} sum=${h.sum.toFixed(3)}`);
+  for (const f of store.families.values()) {
+    for (const s of f.series.values()) {
+      const k = f.flatName(s);
+      if (filter && !filter.test(k)) continue;
+      const m = s.metric;
+      rows.push(m instanceof Histogram ? `${k}: count=${m.count} sum=${m.sum.toFixed(3)}` : `${k}: ${m.value}`);
+    }
+  }
   return rows.sort().join('\n') + '\n';
 }
 
@@ -65,6 +92,12 @@ export function renderJson(store: StatsStore, filter: RegExp | undefined): strin
   const stats: Array<{ name: string; value: number }> = [];
   for (const [k, c] of store.counters) if (!filter || filter.test(k)) stats.push({ name: k, value: c.value });
   for (const [k, g] of store.gauges) if (!filter || filter.test(k)) stats.push({ name: k, value: g.value });
+  for (const f of store.families.values()) {
+    for (const s of f.series.values()) {
+      const k = f.flatName(s);
+      if (!(s.metric instanceof Histogram) && (!filter || filter.test(k))) stats.push({ name: k, value: s.metric.value });
+    }
+  }
   stats.sort((a, b) => (a.name < b.name ? -1 : 1));
   return JSON.stringify({ stats });
 }

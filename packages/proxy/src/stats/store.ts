@@ -1,3 +1,5 @@
+import type { LabelledFamily } from './labelled.ts';
+
 /**
  * Envoy-style stats: flat dotted names (`cluster.backend.upstream_rq_total`).
  * The hot path holds Counter/Gauge objects and bumps plain numbers; names and
@@ -38,6 +40,8 @@ export interface StatTags {
 }
 
 export class StatsStore {
+  /** Labelled metric families (Istio's istio_* metrics), by exported name: see labelled.ts. */
+  readonly families = new Map<string, LabelledFamily>();
   readonly counters = new Map<string, Counter>();
   readonly gauges = new Map<string, Gauge>();
   readonly histograms = new Map<string, Histogram>();

@@ -215,25 +215,31 @@ export class Cluster {
     this.stats.membershipTotal.set(this.byKey.size);
   }
 
-  /** The HTTP pool for a host: our own HTTP/1.1 pool, or undici for HTTP/2 (TLS ALPN or h2c prior knowledge). */
-  httpPool(host: Host, http2: boolean): UpstreamDispatcher {
-    const kind = http2 ? 'h2' : 'h1';
+  /**
+   * The HTTP pool for a host: our own HTTP/1.1 pool, or undici for HTTP/2 (TLS ALPN or h2c prior
+   * knowledge). `alpn` (Istio's ALPN override, TLS clusters only) selects a pool of its own, as
+   * Envoy keys connection pools by transport socket options.
+   */
+  httpPool(host: Host, http2: boolean, alpn?: readonly string[]): UpstreamDispatcher {
+    const override = alpn && alpn.length && this.config.tls ? alpn : undefined;
+    const kind = override ? `${http2 ? 'h2' : 'h1'}|${override.join(',')}` : http2 ? 'h2' : 'h1';
     let pools = host.pools;
     const existing = pools?.get(kind) as UpstreamDispatcher | undefined;
     if (existing) return existing;
     if (!pools) pools = host.pools = new Map();
-    const pool = http2 ? new UndiciDispatcher(this.undiciPool(host)) : this.h1Pool(host);
+    const pool = http2 ? new UndiciDispatcher(this.undiciPool(host, override)) : this.h1Pool(host, override);
     pools.set(kind, pool);
     return pool;
   }
 
-  private h1Pool(host: Host): H1Pool {
+  private h1Pool(host: Host, alpnOverride?: readonly string[]): H1Pool {
     const cfg = this.config;
     const stats = this.stats;
     return new H1Pool({
       address: host.address,
       port: host.port,
       tls: cfg.tls,
+      alpnOverride,
       connectTimeoutMs: cfg.connectTimeoutMs,
       idleTimeoutMs: cfg.idleTimeoutMs,
       maxConnections: cfg.perHostMaxConnections,
@@ -246,7 +252,7 @@ export class Cluster {
     });
   }
 
-  private undiciPool(host: Host): Pool {
+  private undiciPool(host: Host, alpnOverride?: readonly string[]): Pool {
     const cfg = this.config;
     const tls = cfg.tls;
     const origin = `${tls ? 'https' : 'http'}://${host.hostPort}`;
@@ -266,7 +272,7 @@ export class Cluster {
       // undici 8 reads useH2c at the top level (its typings place it in h2Options): prior-knowledge h2c.
       ...({ useH2c: !tls } as object),
       h2Options: { maxConcurrentStreams: Math.min(cfg.maxConcurrentStreams, 1000), connectionWindowSize: 16 << 20, settings: { initialWindowSize: 4 << 20 } },
-      connect: tls ? upstreamTlsOptions(tls, ['h2']) : undefined,
+      connect: tls ? upstreamTlsOptions(tls, ['h2'], alpnOverride) : undefined,
     });
     pool.on('connect', () => { this.stats.cxTotal.inc(); this.stats.cxActive.inc(); host.cxTotal++; host.cxActive++; breakers.connections.inc(); });
     pool.on('disconnect', () => { this.stats.cxActive.dec(); host.cxActive--; breakers.connections.dec(); });

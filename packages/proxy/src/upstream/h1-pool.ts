@@ -12,6 +12,8 @@ export interface H1PoolOptions {
   readonly address: string;
   readonly port: number;
   readonly tls: UpstreamTls | undefined;
+  /** ALPN offered instead of the TLS context's (Istio's ALPN filter); pools are keyed by it. */
+  readonly alpnOverride?: readonly string[];
   readonly connectTimeoutMs: number;
   readonly idleTimeoutMs: number;
   /** per_host_thresholds max_connections (Infinity when unset). */
@@ -251,7 +253,7 @@ class H1ClientConnection {
     this.pool = pool;
     const o = pool.opts;
     this.socket = o.tls
-      ? connectUpstreamTls(o.tls, o.address, o.port, ['http/1.1'])
+      ? connectUpstreamTls(o.tls, o.address, o.port, ['http/1.1'], o.alpnOverride)
       : netConnect({ host: o.address, port: o.port, noDelay: true });
     const socket = this.socket;
     this.call = first;

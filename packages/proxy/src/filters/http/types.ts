@@ -3,6 +3,18 @@ import type { Exchange, Headers } from '../../http/exchange.ts';
 import type { Route, VirtualHost } from '../../http/route-config.ts';
 import type { RequestRecord } from '../../http/request-record.ts';
 import type { StatsStore } from '../../stats/store.ts';
+import type { ClusterManager } from '../../upstream/manager.ts';
+
+/** The listener's traffic_direction (Istio's filters read it to tell inbound from outbound). */
+export type TrafficDirection = 'UNSPECIFIED' | 'INBOUND' | 'OUTBOUND';
+
+/** What an HTTP filter can reach when it is made live for one HCM. */
+export interface HttpFilterScope {
+  readonly store: StatsStore;
+  readonly statPrefix: string;
+  readonly direction?: TrafficDirection;
+  readonly clusters?: ClusterManager;
+}
 
 export type FilterStatus = 'continue' | 'stop';
 
@@ -30,6 +42,8 @@ export interface LiveHttpFilter {
   decodeHeaders(cb: FilterCallbacks): FilterStatus;
   /** Response headers (upstream or local reply) on their way downstream, in reverse filter order. */
   encodeHeaders?(cb: FilterCallbacks, status: number, headers: Headers): void;
+  /** The request is over (response sent, reset or abandoned): Envoy's access-log hook, for telemetry. */
+  onComplete?(rec: RequestRecord): void;
 }
 
 /** A compiled http_filters entry: immutable, made live once per HCM. */
@@ -37,7 +51,7 @@ export interface HttpFilterConfig {
   readonly name: string;
   /** Compiles this filter's typed_per_filter_config value (the inner message). */
   perRoute?(m: Msg): unknown;
-  live(scope: { store: StatsStore; statPrefix: string }): LiveHttpFilter;
+  live(scope: HttpFilterScope): LiveHttpFilter;
 }
 
 /** An HTTP filter extension by type URL. */

@@ -8,6 +8,8 @@ import type { ClusterManager } from '../../upstream/manager.ts';
 export interface NetworkFilterScope {
   readonly store: StatsStore;
   readonly clusters: ClusterManager;
+  /** The listener's traffic_direction (Istio's stats filter reports by it). */
+  readonly direction?: 'UNSPECIFIED' | 'INBOUND' | 'OUTBOUND';
 }
 
 /**
@@ -15,8 +17,12 @@ export interface NetworkFilterScope {
  * connections, called once per accepted connection in chain order, after TLS.
  */
 export interface LiveNetworkFilter {
-  /** 'close' ends the connection here (e.g. an RBAC deny); later filters and the terminal never see it. */
-  onConnection(socket: Socket, info: ConnInfo): 'continue' | 'close';
+  /**
+   * 'close' ends the connection here (e.g. an RBAC deny); later filters and the terminal never see it.
+   * 'stop' pauses the chain until the filter calls `resume` (e.g. after reading a metadata exchange
+   * header); a filter that gives up instead destroys the socket and never calls it.
+   */
+  onConnection(socket: Socket, info: ConnInfo, resume: () => void): 'continue' | 'close' | 'stop';
 }
 
 /** A compiled `filters[]` entry that is not the terminal filter: immutable, made live once per chain. */

@@ -12,6 +12,7 @@ import { peek, sniffHttp } from '../../../listener/peek.ts';
 import type { ClusterManager } from '../../../upstream/manager.ts';
 import type { StatsStore } from '../../../stats/store.ts';
 import type { RequestRecord } from '../../../http/request-record.ts';
+import type { TrafficDirection } from '../../http/types.ts';
 import { handleUpgrade, handleH1Connect, handleH2Connect } from '../../../http/upgrade.ts';
 
 /**
@@ -33,7 +34,7 @@ export class HttpConnectionManager {
   private readonly sockets = new Set<Socket>();
   private draining = false;
 
-  constructor(config: HcmConfig, clusters: ClusterManager, store: StatsStore) {
+  constructor(config: HcmConfig, clusters: ClusterManager, store: StatsStore, direction: TrafficDirection = 'UNSPECIFIED') {
     this.config = config;
     const stats = new HcmStats(store, config.statPrefix);
     const logs = config.accessLogs;
@@ -51,7 +52,7 @@ export class HttpConnectionManager {
       stats,
       localReply: config.localReply,
       store,
-      filters: config.httpFilters.map((f) => ({ name: f.name, filter: f.live({ store, statPrefix: config.statPrefix }) })),
+      filters: config.httpFilters.map((f) => ({ name: f.name, filter: f.live({ store, statPrefix: config.statPrefix, direction, clusters }) })),
       onComplete: logs.length ? (r: RequestRecord) => { for (const l of logs) l.log(r); } : undefined,
     };
     if (config.rds) {

@@ -12,6 +12,10 @@ import { Socket as NetSocket } from 'node:net';
 import { openConnectTunnel } from '../../../upstream/connect-tunnel.ts';
 import { TcpRecord } from './record.ts';
 import { log } from '../../../core/log.ts';
+import { setRelayedBytes } from '../../../listener/conn-bytes.ts';
+
+/** Connection filter state: the cluster tcp_proxy picked (Istio's TCP stats label the service by it). */
+export const UPSTREAM_CLUSTER_STATE = 'envoy.tcp_proxy.cluster';
 
 class TcpProxyStats {
   readonly cxTotal: Counter;
@@ -62,6 +66,7 @@ export class TcpProxy {
     const cluster = this.clusters.get(this.clusterName());
     if (!cluster) { stats.noRoute.inc(); rec.flags = 'NC'; this.finish(rec); socket.destroy(); return; }
     rec.upstreamCluster = cluster.config.name;
+    (conn.filterState ??= new Map()).set(UPSTREAM_CLUSTER_STATE, cluster.config.name);
     this.attempt(socket, conn, cluster, rec, 1, undefined);
   }
 
@@ -111,6 +116,8 @@ export class TcpProxy {
 
   private spliceInKernel(socket: Socket, upstream: Socket, rec: TcpRecord, idleMs: number): boolean {
     let timer: NodeJS.Timeout | undefined;
+    // What Node already buffered is flushed by the engine and counted by it as well as by the sockets.
+    const bufferedDown = socket.readableLength, bufferedUp = upstream.readableLength;
     const pair = splicePair(socket, upstream, (rx, tx) => {
       if (timer) clearTimeout(timer);
       rec.bytesReceived = rx;
@@ -122,6 +129,7 @@ export class TcpProxy {
       this.finish(rec);
     });
     if (!pair) return false;
+    setRelayedBytes(rec.conn, () => { const [rx, tx] = pair.bytes(); return [Math.max(0, rx - bufferedDown), Math.max(0, tx - bufferedUp)]; });
     if (idleMs > 0) {
       // Node sees no traffic while the kernel relays, so idleness is judged by the byte counters.
       let last = -1;
