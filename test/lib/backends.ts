@@ -290,11 +290,11 @@ export async function startWsEcho(): Promise<Backend> {
 
 export interface TestCert { readonly certPath: string; readonly keyPath: string; readonly cert: string; readonly key: string; readonly dir: string; remove(): void }
 
-/** A self-signed P-256 certificate made with openssl for this run (CN and DNS/IP SANs). */
+/** A self-signed P-256 certificate made with openssl for this run (CN and DNS/IP/URI SANs). */
 export function makeCert(cn: string, sans: readonly string[] = []): Promise<TestCert> {
   const dir = mkdtempSync(path.join(tmpdir(), 'skua-cert-'));
   const certPath = path.join(dir, 'cert.pem'), keyPath = path.join(dir, 'key.pem');
-  const san = [cn, ...sans].map((s) => (/^[\d.]+$/.test(s) ? `IP:${s}` : `DNS:${s}`)).join(',');
+  const san = [cn, ...sans].map((s) => (/^[\d.]+$/.test(s) ? `IP:${s}` : s.includes('://') ? `URI:${s}` : `DNS:${s}`)).join(',');
   const args = ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2',
     '-subj', `/CN=${cn}`, '-addext', `subjectAltName=${san}`, '-keyout', keyPath, '-out', certPath];
   return new Promise((resolve, reject) => {

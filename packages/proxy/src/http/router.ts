@@ -1,3 +1,4 @@
+import { applyXfcc, type XfccConfig } from './xfcc.ts';
 import { normalizeRequestPath, type PathNormalization } from './path-normalize.ts';
 import { randomUUID } from 'node:crypto';
 import type { OutgoingHttpHeaders } from 'node:http';
@@ -24,6 +25,7 @@ export interface RouterSettings {
   readonly routes: RouteTable;
   /** normalize_path / merge_slashes / path_with_escaped_slashes_action (undefined: all off). */
   readonly pathNormalization: PathNormalization | undefined;
+  readonly xfcc: XfccConfig;
   readonly clusters: ClusterManager;
   readonly serverName: string;
   readonly useRemoteAddress: boolean;
@@ -53,6 +55,7 @@ export function routeRequest(ex: Exchange, s: RouterSettings): void {
     if (n.kind === 'redirect') return finishLocal(rec, s, 307, undefined, Flag.None, 'path_normalization_redirect', { location: n.path });
     ex.path = n.path;
   }
+  applyXfcc(ex.headers, ex.conn, s.xfcc);
   const matched = s.routes.route(ex.authority, ex, false);
   if (s.filters.length === 0) return dispatch(ex, s, rec, matched);
   const run = new FilterChainRun(ex, rec, matched?.route, matched?.vhost, s.filters, s.routes, () => dispatch(ex, s, rec, matched),

@@ -1,5 +1,5 @@
 import { createServer, type Server, type Socket } from 'node:net';
-import { TLSSocket } from 'node:tls';
+import { TLSSocket, type PeerCertificate } from 'node:tls';
 import type { ListenerConfig, FilterChainConfig } from './config.ts';
 import type { ConnectionFacts } from './filter-chain-match.ts';
 import { parseClientHello } from './client-hello.ts';
@@ -186,9 +186,14 @@ export class ActiveListener {
       requestCert: tls.requireClientCertificate || tls.verifyPeer,
       rejectUnauthorized: tls.requireClientCertificate,
     });
-    secure.on('error', () => { this.stats.handshakeError.inc(); socket.destroy(); });
+    secure.on('error', (e: Error) => { log.debug(`listener ${this.config.name}: TLS: ${e.message}`); this.stats.handshakeError.inc(); socket.destroy(); });
     secure.once('secure', () => {
-      if (tls.verifyPeer && secure.getPeerCertificate()?.raw && (!secure.authorized || !sansAccepted(tls, secure.getPeerCertificate()))) {
+      // A server-side TLSSocket made outside tls.Server never sets `authorized` nor enforces
+      // rejectUnauthorized: the peer chain is checked here, against the context's CAs.
+      const peer = secure.getPeerCertificate();
+      const presented = peer !== undefined && peer.raw !== undefined;
+      const verified = presented && verifyError(secure) === null;
+      if ((tls.requireClientCertificate && !verified) || (tls.verifyPeer && presented && (!verified || !sansAccepted(tls, peer)))) {
         this.stats.handshakeError.inc();
         secure.destroy();
         return;
@@ -196,8 +201,9 @@ export class ActiveListener {
       this.stats.handshake.inc();
       const info: ConnInfo = {
         ...base, tls: true, serverName: (secure as TLSSocket & { servername?: string }).servername || facts.serverName,
-        alpn: secure.alpnProtocol || '', peerUriSans: secure.authorized ? uriSans(secure) : NO_SANS, filterState: undefined,
+        alpn: secure.alpnProtocol || '', peerUriSans: verified ? uriSans(peer) : NO_SANS, filterState: undefined,
         localUriSans: localSans(tls, secure),
+        peerCertificate: verified ? peer : undefined,
       };
       setConnInfo(secure, info);
       runChain(live, secure as unknown as Socket, info);
@@ -244,9 +250,15 @@ function runChain(live: LiveChain, socket: Socket, info: ConnInfo, from = 0): vo
   live.terminal.onConnection(socket, info);
 }
 
+/** The handshake's chain verification result (null = the peer chain verified against our CAs). */
+function verifyError(secure: TLSSocket): Error | null {
+  const handle = (secure as unknown as { ssl?: { verifyError(): Error | null } }).ssl;
+  return handle ? handle.verifyError() : new Error('no TLS handle');
+}
+
 /** The URI SANs (SPIFFE ids) of the peer certificate. */
-function uriSans(secure: TLSSocket): readonly string[] {
-  return parseUriSans(secure.getPeerCertificate()?.subjectaltname);
+function uriSans(peer: PeerCertificate): readonly string[] {
+  return parseUriSans(peer.subjectaltname);
 }
 
 /** Our own certificate's URI SANs: the same for every connection of a chain's TLS context, so parsed once. */

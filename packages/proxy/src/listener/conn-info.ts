@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import type { PeerCertificate } from 'node:tls';
 
 /** What a network filter knows about its downstream connection. Built once per connection. */
 export interface ConnInfo {
@@ -16,6 +17,8 @@ export interface ConnInfo {
   readonly peerUriSans: readonly string[];
   /** URI SANs of our own certificate on a TLS connection (telemetry's destination principal). */
   readonly localUriSans?: readonly string[];
+  /** The verified downstream client certificate (mutual TLS only), for XFCC. */
+  readonly peerCertificate?: PeerCertificate;
   readonly startTime: number;
   /** Per-connection facts filters hand to later filters (Envoy's filter state), made on first use. */
   filterState: Map<string, unknown> | undefined;

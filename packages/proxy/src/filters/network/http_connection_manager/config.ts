@@ -8,6 +8,7 @@ import { compileLocalReplyConfig, type LocalReplyConfig } from '../../../http/lo
 import { HTTP_FILTERS_BY_NAME, HTTP_FILTERS_BY_URL } from '../../http/registry.ts';
 import type { HttpFilterConfig } from '../../http/types.ts';
 import type { PathNormalization } from '../../../http/path-normalize.ts';
+import { compileXfcc, type XfccConfig } from '../../../http/xfcc.ts';
 import { describeTypedConfig, readTypedConfig } from '../../../config/typed-config.ts';
 
 export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
@@ -16,8 +17,7 @@ const SERVER_HEADER = ['OVERWRITE', 'APPEND_IF_ABSENT', 'PASS_THROUGH'] as const
 const UNDERSCORES = ['ALLOW', 'REJECT_REQUEST', 'DROP_HEADER'] as const;
 
 /** Fields that change behaviour and are not built yet: refused rather than ignored. */
-const NOT_YET = ['scoped_routes', 'add_user_agent', 'internal_address_config', 'forward_client_cert_details',
-  'set_current_client_cert_details', 'original_ip_detection_extensions', 'early_header_mutation_extensions',
+const NOT_YET = ['scoped_routes', 'add_user_agent', 'internal_address_config', 'original_ip_detection_extensions', 'early_header_mutation_extensions',
   'strip_matching_host_port', 'strip_any_host_port', 'path_normalization_options'];
 
 export interface HcmConfig {
@@ -57,6 +57,8 @@ export interface HcmConfig {
   readonly accessLogs: readonly AccessLogger[];
   readonly localReply: LocalReplyConfig | undefined;
   readonly pathNormalization: PathNormalization | undefined;
+  /** forward_client_cert_details / set_current_client_cert_details (default SANITIZE, as Envoy). */
+  readonly xfcc: XfccConfig;
 }
 
 export function compileHcm(m: Msg): HcmConfig {
@@ -132,6 +134,7 @@ export function compileHcm(m: Msg): HcmConfig {
     upgrades,
     accessLogs: compileAccessLogs(m.list('access_log')),
     pathNormalization: readPathNormalization(m),
+    xfcc: compileXfcc(m),
     localReply: m.has('local_reply_config') ? compileLocalReplyConfig(m.requiredMsg('local_reply_config')) : undefined,
   };
 }

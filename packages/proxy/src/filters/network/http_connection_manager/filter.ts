@@ -41,6 +41,7 @@ export class HttpConnectionManager {
     this.settings = {
       routes: config.routes,
       pathNormalization: config.pathNormalization,
+      xfcc: config.xfcc,
       clusters,
       serverName: config.serverHeader === 'OVERWRITE' ? config.serverName : '',
       useRemoteAddress: config.useRemoteAddress,
