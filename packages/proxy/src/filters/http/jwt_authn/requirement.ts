@@ -54,9 +54,7 @@ export async function checkRequirement(r: Requirement, ctx: VerifyContext): Prom
     }
     case 'any': {
       const results = await Promise.all(r.list.map((c) => checkRequirement(c, ctx)));
-      if (results.includes(undefined)) return undefined;
-      // A real failure is reported over a missing token.
-      return results.find((s) => s !== Status.JwtMissed) ?? Status.JwtMissed;
+      return combineAny(results);
     }
     case 'allow_missing': {
       const s = await anyProvider(ctx);
@@ -70,9 +68,23 @@ export async function checkRequirement(r: Requirement, ctx: VerifyContext): Prom
 
 async function anyProvider(ctx: VerifyContext): Promise<StatusText | undefined> {
   if (ctx.allProviders.length === 0) return Status.JwtMissed;
-  const results = await Promise.all(ctx.allProviders.map((p) => memoProvider(p, ctx)));
+  return combineAny(await Promise.all(ctx.allProviders.map((p) => memoProvider(p, ctx))));
+}
+
+/**
+ * requires_any: satisfied when one child is. Otherwise the error reported ranks as Envoy's
+ * AnyVerifier does: a real failure over a wrong issuer (the token belongs to another provider)
+ * over a missing token.
+ */
+function combineAny(results: ReadonlyArray<StatusText | undefined>): StatusText | undefined {
   if (results.includes(undefined)) return undefined;
-  return results.find((s) => s !== Status.JwtMissed) ?? Status.JwtMissed;
+  let best: StatusText = Status.JwtMissed;
+  for (const s of results) {
+    if (s === undefined || s === Status.JwtMissed) continue;
+    if (s !== Status.JwtUnknownIssuer) return s;
+    best = s;
+  }
+  return best;
 }
 
 function memoProvider(p: Provider, ctx: VerifyContext): Promise<StatusText | undefined> {
