@@ -50,6 +50,6 @@ test("virtualInbound's listener filters compile, with the inspectors disabled on
 test('a TypedStruct network filter is refused naming the wrapped extension', () => {
   assert.throws(() => compileListener(new Msg({
     name: 'l', address: { socket_address: { address: '0.0.0.0', port_value: 1 } },
-    filter_chains: [{ filters: [{ name: 'authn', typed_config: { '@type': 'type.googleapis.com/udpa.type.v1.TypedStruct', type_url: 'type.googleapis.com/io.istio.network.authn.Config', value: {} } }] }],
-  }, 'listener'), 0), /io\.istio\.network\.authn\.Config \(in type\.googleapis\.com\/udpa\.type\.v1\.TypedStruct\)/);
+    filter_chains: [{ filters: [{ name: 'authn', typed_config: { '@type': 'type.googleapis.com/udpa.type.v1.TypedStruct', type_url: 'type.googleapis.com/example.network.v1.NotAFilter', value: {} } }] }],
+  }, 'listener'), 0), /example\.network\.v1\.NotAFilter \(in type\.googleapis\.com\/udpa\.type\.v1\.TypedStruct\)/);
 });

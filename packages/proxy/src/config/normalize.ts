@@ -11,6 +11,11 @@ const MAP_FIELDS = new Set([
   'static_layer',
   'fields',
   'labels',
+  // RBAC policies by name, jwt_authn providers and requirements by name, matcher-tree maps.
+  'policies',
+  'providers',
+  'requirement_map',
+  'map',
 ]);
 
 const CAMEL = /^[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*$/;

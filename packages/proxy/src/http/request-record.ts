@@ -30,6 +30,8 @@ export class RequestRecord implements LogEntry {
   dataTap: { request(chunk: Buffer): void; response(chunk: Buffer): void } | undefined = undefined;
   details = '';
   localReplyBody: string | undefined;
+  /** Envoy's dynamic metadata: filter namespace → fields, made on first use (RBAC, jwt_authn). */
+  metadata: Map<string, Record<string, unknown>> | undefined;
   /** Set when the HCM has HTTP filters: response headers pass through them. */
   filters: { encodeHeaders(status: number, headers: Record<string, string | string[] | undefined>): void } | undefined;
 
@@ -40,6 +42,13 @@ export class RequestRecord implements LogEntry {
     this.originalPath = ex.path;
     this.userAgent = (ex.headers['user-agent'] as string | undefined) ?? '';
     this.forwardedFor = (ex.headers['x-forwarded-for'] as string | undefined) ?? '';
+  }
+
+  /** Merges `fields` into one metadata namespace, as Envoy's setDynamicMetadata does. */
+  setMetadata(namespace: string, fields: Record<string, unknown>): void {
+    const md = (this.metadata ??= new Map());
+    const ns = md.get(namespace);
+    if (ns) Object.assign(ns, fields); else md.set(namespace, { ...fields });
   }
 
   get protocol(): string { return this.ex.protocol; }

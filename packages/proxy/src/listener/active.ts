@@ -244,7 +244,12 @@ function runChain(live: LiveChain, socket: Socket, info: ConnInfo, from = 0): vo
   const filters = live.filters;
   for (let i = from; i < filters.length; i++) {
     const r = filters[i].onConnection(socket, info, () => { if (!socket.destroyed) runChain(live, socket, info, i + 1); });
-    if (r === 'close') { socket.destroy(); return; }
+    if (r === 'close') {
+      socket.destroy();
+      // The connection still gets its access-log record, with the filter's termination details (an RBAC deny).
+      if (live.terminal instanceof TcpProxy) live.terminal.rejected(info);
+      return;
+    }
     if (r === 'stop') return;
   }
   live.terminal.onConnection(socket, info);

@@ -22,6 +22,10 @@ export interface ConnInfo {
   readonly startTime: number;
   /** Per-connection facts filters hand to later filters (Envoy's filter state), made on first use. */
   filterState: Map<string, unknown> | undefined;
+  /** Connection-level dynamic metadata (network RBAC's shadow results), made on first use. */
+  metadata?: Map<string, Record<string, unknown>>;
+  /** Why a filter closed the connection (Envoy's CONNECTION_TERMINATION_DETAILS). */
+  terminationDetails?: string;
 }
 
 const infos = new WeakMap<Socket, ConnInfo>();

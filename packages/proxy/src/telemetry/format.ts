@@ -52,6 +52,7 @@ const SIMPLE: Record<string, CommandFn> = {
   RESPONSE_CODE: (e) => e.status,
   RESPONSE_FLAGS: (e) => e.flags,
   RESPONSE_CODE_DETAILS: (e) => e.details,
+  CONNECTION_TERMINATION_DETAILS: (e) => e.conn.terminationDetails,
   BYTES_RECEIVED: (e) => e.bytesReceived,
   BYTES_SENT: (e) => e.bytesSent,
   DURATION: (e) => Math.floor(e.durationMs),

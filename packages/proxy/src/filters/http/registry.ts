@@ -5,9 +5,11 @@ import { ISTIO_STATS_HTTP_EXTENSION } from './istio_stats/filter.ts';
 import { WASM_EXTENSION } from './metadata_exchange/config.ts';
 import { ALPN_EXTENSION } from './alpn/config.ts';
 import { GRPC_STATS_EXTENSION } from './grpc_stats/filter.ts';
+import { HTTP_RBAC_EXTENSION } from './rbac/config.ts';
+import { JWT_AUTHN_EXTENSION } from './jwt_authn/config.ts';
 
 /** HTTP filters by type URL (the router is handled by the HCM itself). */
-const EXTENSIONS: readonly HttpFilterExtension[] = [FAULT_EXTENSION, CORS_EXTENSION, ISTIO_STATS_HTTP_EXTENSION, WASM_EXTENSION, ALPN_EXTENSION, GRPC_STATS_EXTENSION];
+const EXTENSIONS: readonly HttpFilterExtension[] = [FAULT_EXTENSION, CORS_EXTENSION, ISTIO_STATS_HTTP_EXTENSION, WASM_EXTENSION, ALPN_EXTENSION, GRPC_STATS_EXTENSION, HTTP_RBAC_EXTENSION, JWT_AUTHN_EXTENSION];
 
 export const HTTP_FILTERS_BY_URL: ReadonlyMap<string, HttpFilterExtension> = new Map(EXTENSIONS.map((e) => [e.typeUrl, e]));
 export const HTTP_FILTERS_BY_NAME: ReadonlyMap<string, HttpFilterExtension> = new Map(EXTENSIONS.map((e) => [e.legacyName, e]));

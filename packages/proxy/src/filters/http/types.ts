@@ -14,6 +14,8 @@ export interface HttpFilterScope {
   readonly statPrefix: string;
   readonly direction?: TrafficDirection;
   readonly clusters?: ClusterManager;
+  /** The HCM's use_remote_address: whether x-forwarded-for decides the client address. */
+  readonly useRemoteAddress?: boolean;
 }
 
 export type FilterStatus = 'continue' | 'stop';

@@ -53,7 +53,7 @@ export class HttpConnectionManager {
       stats,
       localReply: config.localReply,
       store,
-      filters: config.httpFilters.map((f) => ({ name: f.name, filter: f.live({ store, statPrefix: config.statPrefix, direction, clusters }) })),
+      filters: config.httpFilters.map((f) => ({ name: f.name, filter: f.live({ store, statPrefix: config.statPrefix, direction, clusters, useRemoteAddress: config.useRemoteAddress }) })),
       onComplete: logs.length ? (r: RequestRecord) => { for (const l of logs) l.log(r); } : undefined,
     };
     if (config.rds) {

@@ -70,6 +70,15 @@ export class TcpProxy {
     this.attempt(socket, conn, cluster, rec, 1, undefined);
   }
 
+  /**
+   * A read filter before this one closed the connection (an RBAC deny): the connection still
+   * gets its access-log record, with the filter's termination details, as in Envoy.
+   */
+  rejected(conn: ConnInfo): void {
+    const rec = new TcpRecord(conn);
+    this.finish(rec);
+  }
+
   private attempt(socket: Socket, conn: ConnInfo, cluster: Cluster, rec: TcpRecord, n: number, previous: Host | undefined): void {
     const host = cluster.pick({ originalDst: conn.originalDst, exclude: previous });
     if (!host) { cluster.stats.cxNone.inc(); rec.flags = 'UH'; this.finish(rec); socket.destroy(); return; }
