@@ -105,6 +105,8 @@ function budgetSeconds(opts: Options): number {
   if (opts.only.includes('l4')) s += n * ((opts.l4Runs + 1) * 30 + 15);
   if (opts.only.includes('micro')) s += listMicroFiles().length * 120;
   if (opts.only.includes('routes')) s += 60 + 2 * (opts.warmup + 20) + 2 * ROUTES_ROUNDS * (opts.duration + 20);
+  // Two proxies applying 5,000 services each (up to 5 min each on a loaded machine), plus the control plane.
+  if (opts.only.includes('xds')) s += 720;
   return s;
 }
 
