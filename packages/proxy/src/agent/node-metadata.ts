@@ -10,7 +10,7 @@
  */
 import { ConfigError } from '../core/errors.ts';
 import { log } from '../core/log.ts';
-import type { ProxyConfig } from './proxy-config.ts';
+import { proxyConfigProtoJson, type ProxyConfig } from './proxy-config.ts';
 import { METADATA_FIELDS, decodeField, encodeField, typedFieldFor } from './metadata-fields.ts';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -114,7 +114,7 @@ export function buildNode(o: NodeMetadataOptions): IstioNode {
   t.set('METADATA_DISCOVERY', o.metadataDiscovery);
   t.set('ENVOY_SKIP_DEPRECATED_LOGS', o.envoySkipDeprecatedLogs ?? false);
   t.set('WORKLOAD_IDENTITY_SOCKET_FILE', o.workloadIdentitySocketFile ?? '');
-  t.set('PROXY_CONFIG', o.proxyConfig);
+  t.set('PROXY_CONFIG', proxyConfigProtoJson(o.proxyConfig));
 
   for (const [k, v] of Object.entries(o.env)) {
     if (v === undefined) continue;

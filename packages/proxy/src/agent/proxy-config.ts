@@ -129,6 +129,22 @@ export function formatDuration(nanos: number): string {
   return `${sign}${secs}.${f}s`;
 }
 
+/**
+ * protojson's output form: proto3 fields at their default (empty string, 0, the first enum
+ * value, empty map/list) are left out; wrappers, messages and the cluster_name oneof are kept.
+ */
+export function proxyConfigProtoJson(pc: ProxyConfig): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(pc)) {
+    const kind = FIELDS[k];
+    const oneof = k === 'serviceCluster' || k === 'tracingServiceName';
+    if (!oneof && (kind === 'string' && v === '' || kind === 'int' && v === 0 || kind === 'enum' && v === ENUMS[k][0])) continue;
+    if ((kind === 'stringMap' && Object.keys(v as object).length === 0) || (kind === 'stringList' && (v as unknown[]).length === 0)) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
 export function durationSeconds(pc: ProxyConfig, field: string, fallback: number): number {
   const v = pc[field];
   return typeof v === 'string' ? parseDuration(v, field) / 1e9 : fallback;
