@@ -16,6 +16,7 @@ import { xdsHeaders } from '../src/agent/xds-credentials.ts';
 import { compileBootstrap } from '../src/config/bootstrap.ts';
 import { ConfigError } from '../src/core/errors.ts';
 import { UsageError } from '../src/agent/cli.ts';
+import { normalizeKeys } from '../src/config/normalize.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -65,6 +66,17 @@ describe('ProxyConfig', () => {
     assert.deepEqual(proxyConfigProtoJson(pc), { drainDuration: '1.500s', interceptionMode: 'TPROXY', concurrency: 0 });
     assert.equal(formatDuration(2e9), '2s');
     assert.equal(formatDuration(1_000_001), '0.001000001s');
+  });
+});
+
+test('the bootstrap loader keeps node metadata verbatim (PROXY_CONFIG stays camelCase for istiod)', () => {
+  const raw = { node: { metadata: { PROXY_CONFIG: { discoveryAddress: 'x:1', proxyMetadata: { fooBar: '1' } }, someKey: { innerKey: 1 } } },
+    staticResources: { clusters: [{ name: 'c', metadata: { filterMetadata: { 'istio': { camelKey: { deepKey: 1 } } } },
+      typedExtensionProtocolOptions: { k: { '@type': 't', explicitHttpConfig: {} } } }] } };
+  assert.deepEqual(normalizeKeys(raw), {
+    node: { metadata: { PROXY_CONFIG: { discoveryAddress: 'x:1', proxyMetadata: { fooBar: '1' } }, someKey: { innerKey: 1 } } },
+    static_resources: { clusters: [{ name: 'c', metadata: { filter_metadata: { istio: { camelKey: { deepKey: 1 } } } },
+      typed_extension_protocol_options: { k: { '@type': 't', explicit_http_config: {} } } }] },
   });
 });
 
