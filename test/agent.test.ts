@@ -169,6 +169,12 @@ describe('skua-proxy proxy sidecar against a real gRPC Delta ADS server', () => 
         assert.ok(stream.requests.some((r) => r.type_url === TYPE_URL.listener && r.response_nonce !== '' && !r.error_detail), 'LDS ACKed');
 
         if (mode === 'plaintext') {
+          // Prometheus: Envoy's 15090 listener routes to admin; the agent's status port serves the same stats.
+          for (const port of [a.ports.envoyPrometheus, a.ports.status]) {
+            const prom = await fetch(`http://127.0.0.1:${port}/stats/prometheus`, { signal: AbortSignal.timeout(5000) });
+            assert.equal(prom.status, 200);
+            assert.match(await prom.text(), /^envoy_cluster_manager_active_clusters\{?.*\}? \d+$/m);
+          }
           // The token is read again when the stream reconnects (the kubelet rotates it in place).
           writeFileSync(path.join(a.dir, 'var/run/secrets/tokens/istio-token'), 'jwt-plaintext-2');
           stream.end();
