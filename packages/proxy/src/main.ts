@@ -3,9 +3,12 @@ import { compileBootstrap, loadBootstrapSource, type BootstrapConfig } from './c
 import { setLogLevel, log } from './core/log.ts';
 import { ProxyServer, VERSION } from './server.ts';
 import { startWorkers } from './workers.ts';
+import { runPilotProxy, runPilotWait } from './agent/run-agent.ts';
 
-/** skua-proxy: Envoy's command line over a static bootstrap. */
+/** skua-proxy: pilot-agent's `proxy` / `wait` commands, or Envoy's command line over a bootstrap. */
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] === 'proxy') return runPilotProxy(argv.slice(1));
+  if (argv[0] === 'wait') return runPilotWait(argv.slice(1));
   if (argv.includes('--version')) { process.stdout.write(`skua-proxy version: ${VERSION}\n`); return 0; }
   let args;
   try {

@@ -25,10 +25,15 @@ export function toSnakeKey(key: string): string {
   return key.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase());
 }
 
+/** Fields whose values are google.protobuf.Struct (or maps of them): free-form JSON at every depth. */
+const STRUCT_VALUED = new Set(['filter_metadata', 'static_layer']);
+
 export function normalizeKeys(value: unknown, parentKey = ''): unknown {
   if (Array.isArray(value)) return value.map((v) => normalizeKeys(v, parentKey));
   if (value === null || typeof value !== 'object') return value;
-  const keepKeys = MAP_FIELDS.has(parentKey) || isOpaqueStruct(parentKey, value as Record<string, unknown>);
+  // A Struct's content is data (node metadata such as Istio's PROXY_CONFIG keeps its camelCase keys).
+  if (STRUCT_VALUED.has(parentKey) || isOpaqueStruct(parentKey, value as Record<string, unknown>)) return value;
+  const keepKeys = MAP_FIELDS.has(parentKey);
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     const key = keepKeys ? k : toSnakeKey(k);
@@ -38,9 +43,11 @@ export function normalizeKeys(value: unknown, parentKey = ''): unknown {
   return out;
 }
 
-/** Struct-typed fields (node metadata, TypedStruct values) carry free-form JSON. */
+/**
+ * Node metadata is a Struct: free-form JSON. (A TypedStruct's `value` is also a Struct, but it
+ * holds a message in proto-JSON, so it is normalised like one.)
+ */
 function isOpaqueStruct(parentKey: string, obj: Record<string, unknown>): boolean {
-  if (parentKey === 'metadata' && !('filter_metadata' in obj) && !('filterMetadata' in obj) &&
-      !('typed_filter_metadata' in obj) && !('typedFilterMetadata' in obj)) return true;
-  return parentKey === 'value' && typeof obj['@type'] !== 'string';
+  return parentKey === 'metadata' && !('filter_metadata' in obj) && !('filterMetadata' in obj) &&
+    !('typed_filter_metadata' in obj) && !('typedFilterMetadata' in obj);
 }

@@ -1,0 +1,104 @@
+/**
+ * `skua-proxy proxy sidecar|router|waypoint [flags]` (pilot-agent's `proxy`): work out the
+ * node and bootstrap from the environment, write the bootstrap where pilot-agent writes it
+ * (<configPath>/envoy-rev.json, so /config_dump and the workers read the same file), and run
+ * the proxy in this process with the agent's xDS credentials.
+ * `skua-proxy wait` (pilot-agent's `wait`): poll the readiness URL until it answers 200.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Server } from 'node:http';
+import { UsageError, type ProxyArgs } from './cli.ts';
+import { PILOT_USAGE, parsePilotProxyArgs, parsePilotWaitArgs } from './pilot-cli.ts';
+import { agentSettings, type AgentSettings } from './agent-settings.ts';
+import { renderBootstrap } from './bootstrap-render.ts';
+import { xdsHeaders } from './xds-credentials.ts';
+import { startStatusServer } from './status-server.ts';
+import { compileBootstrap, loadBootstrapSource, type BootstrapConfig } from '../config/bootstrap.ts';
+import { ConfigError } from '../core/errors.ts';
+import { log, setLogLevel } from '../core/log.ts';
+import { ProxyServer } from '../server.ts';
+import { startWorkers } from '../workers.ts';
+
+function usageExit(err: unknown): number {
+  if (!(err instanceof UsageError)) throw err;
+  if (!err.message) { process.stdout.write(`${PILOT_USAGE}\n`); return 0; }
+  process.stderr.write(`Error: ${err.message}\n${PILOT_USAGE}\n`);
+  return 1;
+}
+
+/** Returns an exit code, or -1 while the proxy runs. */
+export async function runPilotProxy(argv: readonly string[]): Promise<number> {
+  let args;
+  try { args = parsePilotProxyArgs(argv); } catch (err) { return usageExit(err); }
+  let settings: AgentSettings;
+  try {
+    settings = agentSettings({ args, env: process.env });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`Error: failed to get proxy config: ${err.message}\n`);
+    return 1;
+  }
+  if (!setLogLevel(settings.logLevel)) setLogLevel('warning');
+  if (args.unknownFlags.length) log.warn(`pilot-agent flags not used by skua-proxy: ${args.unknownFlags.map((f) => `--${f}`).join(' ')}`);
+  log.info(`proxy role: type=${settings.identity.type} id=${settings.node.id} ips=${settings.identity.ipAddresses.join(',')}`);
+
+  let bootstrap: BootstrapConfig;
+  try {
+    if (settings.renderBootstrap) {
+      mkdirSync(dirname(settings.bootstrapPath), { recursive: true });
+      writeFileSync(settings.bootstrapPath, `${JSON.stringify(renderBootstrap(settings), null, 2)}\n`);
+    }
+    bootstrap = compileBootstrap(loadBootstrapSource(settings.bootstrapPath, undefined));
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`error initializing configuration '${settings.bootstrapPath}': ${err.message}\n`);
+    return 1;
+  }
+
+  let server: ProxyServer | undefined;
+  let status: Server;
+  try {
+    status = await startStatusServer(settings.statusPort, () => server);
+  } catch (err) {
+    process.stderr.write(`Error: status server on port ${settings.statusPort}: ${(err as Error).message}\n`);
+    return 1;
+  }
+  const proxyArgs: ProxyArgs = {
+    configPath: settings.bootstrapPath, configYaml: '', mode: 'serve', concurrency: settings.concurrency,
+    logLevel: settings.logLevel, drainTimeS: settings.drainTimeS,
+  };
+  server = new ProxyServer(bootstrap, { ...proxyArgs, reusePort: settings.concurrency > 1, admin: true, xdsHeaders: xdsHeaders(settings) });
+  const running = server;
+  const stop = (): void => {
+    log.info('caught signal, shutting down');
+    status.close();
+    void running.shutdown(0);
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  if (settings.concurrency > 1) await startWorkers(server, proxyArgs);
+  else await server.start();
+  return -1;
+}
+
+export async function runPilotWait(argv: readonly string[]): Promise<number> {
+  let args;
+  try { args = parsePilotWaitArgs(argv); } catch (err) { return usageExit(err); }
+  process.stdout.write(`Waiting for Envoy proxy to be ready (timeout: ${args.timeoutSeconds} seconds)...\n`);
+  const deadline = Date.now() + args.timeoutSeconds * 1000;
+  let last = 'no attempt';
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, args.periodMillis));
+    try {
+      const res = await fetch(args.url, { signal: AbortSignal.timeout(args.requestTimeoutMillis) });
+      await res.arrayBuffer();
+      if (res.status === 200) { process.stdout.write('Envoy is ready!\n'); return 0; }
+      last = `HTTP status code ${res.status}`;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+  }
+  process.stderr.write(`Error: timeout waiting for Envoy proxy to become ready. Last error: ${last}\n`);
+  return 1;
+}
