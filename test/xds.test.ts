@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { startControlPlane, adsBootstrap, type RunningControlPlane } from './lib/controlplane.ts';
 import { cleanup, freePort, startProxy, type Json, type RunningProxy } from './lib/proxy.ts';
 import { startHttpBackend, type Backend } from './lib/backends.ts';
-import { hasResponses, parseResponses, rawExchange, request, sleep } from './lib/client.ts';
+import { hasResponses, parseResponses, rawExchange, request, run, sleep } from './lib/client.ts';
 import { T } from './lib/config.ts';
 
 const LISTENER = 'type.googleapis.com/envoy.config.listener.v3.Listener';
@@ -167,5 +167,50 @@ describe('HCM normalize_path and merge_slashes over RDS (as istiod sets them)', 
     assert.equal(await send('//x/./y/../%7Ez?q=1'), 200);
     assert.equal(a.requests.at(-1)?.url, '/x/~z?q=1');
     assert.equal(await send('/a%2Fb'), 400);
+  });
+});
+
+describe('xDS with --concurrency 2: workers apply the updates the main thread receives', () => {
+  let cp: RunningControlPlane, proxy: RunningProxy, a: Backend, port: number;
+  before(async () => {
+    a = await startHttpBackend('a');
+    port = await freePort();
+    cp = await startControlPlane({ all: [edsCluster('backend'), cla('backend', [a.port]), listenerRes('http', port, 'r1'), routeRes('r1', 'backend')] });
+    proxy = await startProxy(() => adsBootstrap(cp.port, true), { args: ['--concurrency', '2'] });
+  });
+  after(() => cleanup(() => proxy?.stop(), () => cp?.stop(), () => a?.close()));
+
+  // Each request is a new connection, so SO_REUSEPORT spreads them over both threads.
+  const versions = async (n: number): Promise<Set<string>> => {
+    const seen = new Set<string>();
+    for (let i = 0; i < n; i++) {
+      const r = await request(`http://127.0.0.1:${port}/c${i}`);
+      seen.add(`${r.status}:${String(r.headers['x-route-version'])}`);
+    }
+    return seen;
+  };
+
+  test('every connection is served, and a route update reaches every thread', async () => {
+    // Both threads bound the LDS listener (two SO_REUSEPORT sockets on the port).
+    await eventually('two listening sockets', async () => (await run('ss', ['-Hltn', `sport = :${port}`])).stdout.trim().split('\n').length === 2);
+    await eventually('both threads serve v1', async () => { const s = await versions(30); return s.size === 1 && s.has('200:v1'); });
+    cp.write('all', [edsCluster('backend'), cla('backend', [a.port]), listenerRes('http', port, 'r1'), routeRes('r1', 'backend', 'v2')]);
+    await eventually('both threads serve v2', async () => { const s = await versions(30); return s.size === 1 && s.has('200:v2'); });
+  });
+});
+
+describe('initial_fetch_timeout: with no control plane the proxy goes live after the timeout', () => {
+  let proxy: RunningProxy;
+  after(() => cleanup(() => proxy?.stop()));
+  test('ready without xDS, disconnected', async () => {
+    const dead = await freePort();
+    const b = adsBootstrap(dead, true);
+    const dr = b.dynamic_resources as Json;
+    (dr.lds_config as Json).initial_fetch_timeout = '1s';
+    (dr.cds_config as Json).initial_fetch_timeout = '1s';
+    const t0 = Date.now();
+    proxy = await startProxy(() => b);
+    assert.ok(Date.now() - t0 >= 900, 'not before the timeout');
+    assert.equal(await proxy.stat('control_plane.connected_state'), 0);
   });
 });
