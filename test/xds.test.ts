@@ -142,6 +142,16 @@ for (const delta of [false, true]) {
       assert.equal(failed, 0, `${failed} of ${ok + failed} requests failed`);
       assert.ok(ok > 20, `only ${ok} requests completed`);
     });
+
+    test('removal: a cluster gone → 503 NC on its route; a listener gone → its port closes', async () => {
+      cp.write('clusters', []);
+      await eventually('503 no cluster', async () => (await request(`http://127.0.0.1:${port}/nc`)).status === 503);
+      cp.write('listeners', []);
+      await eventually('the port closes', async () => { try { await request(`http://127.0.0.1:${port}/gone`); return false; } catch { return true; } });
+      const dump = JSON.parse((await proxy.admin('/config_dump')).body) as { configs: Json[] };
+      const listeners = dump.configs.find((c) => String(c['@type']).endsWith('ListenersConfigDump')) as Json;
+      assert.deepEqual(listeners.dynamic_listeners, []);
+    });
   });
 }
 
