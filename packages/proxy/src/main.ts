@@ -3,6 +3,7 @@ import { compileBootstrap, loadBootstrapSource, type BootstrapConfig } from './c
 import { setLogLevel, log } from './core/log.ts';
 import { ProxyServer, VERSION } from './server.ts';
 import { startWorkers } from './workers.ts';
+import { startIdentityFromEnv } from './tls/identity.ts';
 
 /** skua-proxy: Envoy's command line over a static bootstrap. */
 async function main(argv: string[]): Promise<number> {
@@ -30,6 +31,13 @@ async function main(argv: string[]): Promise<number> {
   if (args.mode === 'validate') {
     process.stdout.write(`configuration '${args.configPath || '--config-yaml'}' OK\n`);
     return 0;
+  }
+  // istio-agent's part: the workload certificate (CA_ADDR / FILE_MOUNTED_CERTS) before listeners open.
+  try {
+    await startIdentityFromEnv(process.env);
+  } catch (err) {
+    process.stderr.write(`error: ${(err as Error).message}\n`);
+    return 1;
   }
   const options = { ...args, reusePort: args.concurrency > 1, admin: true };
   const server = new ProxyServer(bootstrap, options);

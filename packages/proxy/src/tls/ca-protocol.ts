@@ -28,13 +28,13 @@ let types: { req: Type; res: Type } | undefined;
 function load(): { req: Type; res: Type } {
   if (types) return types;
   const file = join(dirname(fileURLToPath(import.meta.url)), '..', 'xds', 'proto', 'istio', 'security', 'v1alpha1', 'ca.proto');
-  const root = protobuf.loadSync(file, undefined);
+  const root = new protobuf.Root().loadSync(file, { keepCase: true });
   root.resolveAll();
   types = { req: root.lookupType('istio.v1.auth.IstioCertificateRequest'), res: root.lookupType('istio.v1.auth.IstioCertificateResponse') };
   return types;
 }
 
-const TO_OBJECT = { longs: Number, defaults: true, keepCase: true } as const;
+const TO_OBJECT = { longs: Number, defaults: true } as const;
 
 export function encodeRequest(r: CertificateRequest): Buffer {
   const { req } = load();
