@@ -138,10 +138,12 @@ export class SecretManager {
   }
 
   private install(id: IssuedIdentity): void {
+    const rootChanged = this.current?.rootPem !== id.rootPem;
     this.current = id;
     this.issued++;
     this.store.update(DEFAULT_SECRET, tlsCertificateSecret(DEFAULT_SECRET, id.chainPem, id.keyPem));
-    this.store.update(ROOT_SECRET, validationSecret(ROOT_SECRET, id.rootPem));
+    // Contexts rebuild per secret version: leave ROOTCA alone when the root did not change.
+    if (rootChanged) this.store.update(ROOT_SECRET, validationSecret(ROOT_SECRET, id.rootPem));
     const out = this.options.outputDir;
     if (out) {
       mkdirSync(out, { recursive: true });
