@@ -9,7 +9,7 @@ import { HttpConnectionManager } from '../filters/network/http_connection_manage
 import { TcpProxy } from '../filters/network/tcp_proxy/filter.ts';
 import type { ClusterManager } from '../upstream/manager.ts';
 import type { StatsStore, Counter, Gauge } from '../stats/store.ts';
-import { SslStats, verifyPeer } from '../tls/ssl-stats.ts';
+import { chainError, SslStats, verifyPeer } from '../tls/ssl-stats.ts';
 import { originalDestination, available as sockoptAvailable } from '../sys/sockopt.ts';
 import { log } from '../core/log.ts';
 import type { LiveNetworkFilter } from '../filters/network/types.ts';
@@ -199,7 +199,9 @@ export class ActiveListener {
     secure.on('error', () => { if (!handshook) ssl?.connectionError.inc(); socket.destroy(); });
     secure.once('secure', () => {
       handshook = true;
-      if (verifyPeer(secure, state, tls.requireClientCertificate, ssl) !== 'ok') {
+      const verdict = verifyPeer(secure, state, tls.requireClientCertificate, ssl);
+      if (verdict !== 'ok') {
+        log.debug(`listener ${this.config.name}: peer refused (${verdict}${verdict === 'chain' ? `: ${chainError(secure)}` : ''})`);
         secure.destroy();
         return;
       }

@@ -36,6 +36,19 @@ export const CHAIN_ERRORS: ReadonlySet<string> = new Set(['CERT_HAS_EXPIRED', 'C
   'CERT_SIGNATURE_FAILURE', 'CERT_UNTRUSTED', 'CERT_REJECTED', 'INVALID_CA', 'CERT_CHAIN_TOO_LONG', 'PATH_LENGTH_EXCEEDED',
   'INVALID_PURPOSE', 'CERT_REVOKED', 'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY', 'ERROR_IN_CERT_NOT_BEFORE_FIELD', 'ERROR_IN_CERT_NOT_AFTER_FIELD']);
 
+/**
+ * Why the peer's chain did not verify, or undefined when it did. A server-side TLSSocket
+ * made over an accepted socket never gets `authorized` set (tls.Server does that), so the
+ * handle's verify result is read directly; without a handle, fail closed.
+ */
+export function chainError(socket: TLSSocket): string | undefined {
+  if (socket.authorized) return undefined;
+  const handle = (socket as unknown as { _handle?: { verifyError?: () => (Error & { code?: string }) | null } })._handle;
+  if (!handle?.verifyError) return 'no TLS handle';
+  const err = handle.verifyError();
+  return err ? (err.code ?? err.message) : undefined;
+}
+
 export type PeerVerdict = 'ok' | 'no_cert' | 'chain' | 'san';
 
 /**
@@ -49,7 +62,7 @@ export function verifyPeer(socket: TLSSocket, state: TlsState, requireCert: bool
   if (!cert || !cert.raw) {
     if (requireCert) verdict = 'no_cert';
     else stats?.noCertificate.inc();
-  } else if (state.verifyPeer && !socket.authorized) verdict = 'chain';
+  } else if (state.verifyPeer && chainError(socket) !== undefined) verdict = 'chain';
   else if (!sansMatch(state.sanMatchers, cert)) verdict = 'san';
   if (stats) {
     if (verdict === 'ok') stats.handshake.inc();
