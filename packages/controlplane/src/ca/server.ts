@@ -25,6 +25,8 @@ export interface CaServer {
   readonly port: number;
   /** Issued / refused counts, for tests and logs. */
   readonly counts: { issued: number; denied: number; invalid: number; unauthenticated: number };
+  /** Certificates issued per SPIFFE id. */
+  readonly issuedTo: Map<string, number>;
   close(): Promise<void>;
 }
 
@@ -39,6 +41,7 @@ class OptionalClientCertCredentials extends grpc.ServerCredentials {
 export async function startCaServer(o: CaServerOptions): Promise<CaServer> {
   const serving = await o.ca.servingCert(o.dnsNames ?? ['localhost', 'istiod.istio-system.svc'], o.ips ?? ['127.0.0.1', '::1'], 365 * 24 * 3600);
   const counts = { issued: 0, denied: 0, invalid: 0, unauthenticated: 0 };
+  const issuedTo = new Map<string, number>();
   const server = new grpc.Server();
   const handler: grpc.handleUnaryCall<CertificateRequest, CertificateResponse> = (call, callback) => {
     const caller = callerIdentity(call, o);
@@ -50,6 +53,7 @@ export async function startCaServer(o: CaServerOptions): Promise<CaServer> {
     const ttl = call.request.validityDuration;
     o.ca.issue(call.request.csr, caller, ttl).then((certChain) => {
       counts.issued++;
+      issuedTo.set(caller, (issuedTo.get(caller) ?? 0) + 1);
       callback(null, { certChain });
     }, (err: Error) => {
       if (err instanceof IssueError && err.kind === 'denied') { counts.denied++; callback({ code: grpc.status.PERMISSION_DENIED, details: err.message }); return; }
@@ -64,6 +68,7 @@ export async function startCaServer(o: CaServerOptions): Promise<CaServer> {
   return {
     port,
     counts,
+    issuedTo,
     close: () => new Promise<void>((resolve) => { server.tryShutdown(() => resolve()); setTimeout(() => { server.forceShutdown(); resolve(); }, 2000).unref(); }),
   };
 }
