@@ -276,7 +276,6 @@ function runChain(live: LiveChain, socket: Socket, info: ConnInfo, from = 0): vo
   live.terminal.onConnection(socket, info);
 }
 
-
 /** The URI SANs (SPIFFE ids) of the peer certificate. */
 function uriSans(peer: PeerCertificate): readonly string[] {
   return parseUriSans(peer.subjectaltname);
