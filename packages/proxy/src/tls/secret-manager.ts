@@ -7,6 +7,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { log } from '../core/log.ts';
 import { createCertificate, type CaClientOptions, type CaCredential } from './ca-client.ts';
 import { tlsCertificateSecret, validationSecret, type SecretStore } from './secrets.ts';
@@ -164,6 +165,11 @@ export class SecretManager {
         const keyPem = readFileSync(join(dir, 'key.pem'), 'utf8');
         const rootPem = readFileSync(join(dir, 'root-cert.pem'), 'utf8');
         const facts = certFacts(chainPem);
+        // Files are replaced one by one: a key that does not match yet waits for the next change.
+        if (!new X509Certificate(chainPem).checkPrivateKey(createPrivateKey(keyPem))) {
+          log.debug(`secret manager: ${dir}: key.pem does not match cert-chain.pem (yet)`);
+          return;
+        }
         if (this.current?.serial === facts.serial && this.current.keyPem === keyPem && this.current.rootPem === rootPem) return;
         this.install({ chainPem, keyPem, rootPem, notBefore: facts.notBefore, notAfter: facts.notAfter, serial: facts.serial });
       } catch (err) {
