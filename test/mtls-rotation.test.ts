@@ -2,7 +2,8 @@
 // fetch a new certificate about every 1.5 s (SECRET_GRACE_PERIOD_RATIO 0.5). A client
 // keeps sending through the mTLS pair across at least three rotations of each side:
 // no request may fail; new connections present the new certificate (the upstream
-// cluster recycles connections every 25 requests) while open ones keep working.
+// cluster recycles connections every 25 requests) while open ones keep working. The
+// server runs two worker threads: each gets every rotated secret from the main thread.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, request as httpRequest } from 'node:http';
@@ -29,7 +30,7 @@ before(async () => {
         filter_chain_match: { transport_protocol: 'tls' }, transport_socket: istioDownstreamTls(),
       }),
     ], { listenerFilters: [{ name: 'envoy.filters.listener.tls_inspector', typed_config: { '@type': T.tlsInspector } }] }),
-  ], [cluster('backend', [backend.port])]), { ports: ['inbound'], env: wlServer.env, cwd: wlServer.dir });
+  ], [cluster('backend', [backend.port])]), { ports: ['inbound'], env: wlServer.env, cwd: wlServer.dir, args: ['--concurrency', '2'] });
   client = await startProxy((p) => bootstrap([
     listener(p('outbound'), [chain(hcm([vhost([routeTo('reviews')])], { statPrefix: 'outbound' }))]),
   ], [meshCluster('reviews', server.ports.inbound, [REVIEWS], { extra: { max_requests_per_connection: 25 } })]),
