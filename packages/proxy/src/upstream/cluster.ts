@@ -296,7 +296,7 @@ export class Cluster {
   /** EDS: new endpoints. Hosts that stay keep their pools, health and outlier state. */
   setLoadAssignment(endpoints: readonly EndpointConfig[]): void {
     if (this.closed) return;
-    this.setHosts(endpoints.map((e) => hostFor(e, e.address.address, e.hostname)));
+    this.setHosts(endpoints.map((e) => this.hostFor(e, e.address.address, e.hostname)));
     this.warm = true;
     this.markReady?.();
   }
