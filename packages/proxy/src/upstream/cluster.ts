@@ -77,7 +77,8 @@ export class Cluster {
   /** A host for an endpoint, with the transport socket its metadata selects. */
   private hostFor(e: EndpointConfig, address: string, hostname: string): Host {
     const m = socketMatchFor(this.config, e.socketMatch);
-    this.stats.matchCount(m.name).inc();
+    // Only clusters with transport_socket_matches publish <match>.total_match_count (fewer series to scrape).
+    if (this.config.socketMatches.length) this.stats.matchCount(m.name).inc();
     return new Host(address, e.address.port, {
       hostname, weight: e.weight, priority: e.priority, zone: e.zone, region: e.region, subZone: e.subZone,
       localityWeight: e.localityWeight, degraded: e.degraded, healthy: e.healthy, tls: m.tls,
@@ -206,7 +207,7 @@ export class Cluster {
     let host = this.byKey.get(key);
     if (!host) {
       const m = socketMatchFor(this.config, undefined);
-      this.stats.matchCount(m.name).inc();
+      if (this.config.socketMatches.length) this.stats.matchCount(m.name).inc();
       host = new Host(address, port, { tls: m.tls });
       this.byKey.set(key, host);
       this.hostSet = new HostSet([...this.byKey.values()], 'ROUND_ROBIN');
