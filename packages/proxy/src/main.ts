@@ -3,7 +3,6 @@ import { compileBootstrap, loadBootstrapSource, type BootstrapConfig } from './c
 import { setLogLevel, log } from './core/log.ts';
 import { ProxyServer, VERSION } from './server.ts';
 import { startWorkers } from './workers.ts';
-import { startIdentityFromEnv } from './tls/identity.ts';
 
 /** skua-proxy: Envoy's command line over a static bootstrap. */
 async function main(argv: string[]): Promise<number> {
@@ -33,8 +32,9 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   // istio-agent's part: the workload certificate (CA_ADDR / FILE_MOUNTED_CERTS) before listeners open.
+  // Loaded only when asked for: the CA client (grpc-js) and X.509 code cost start-up time otherwise.
   try {
-    await startIdentityFromEnv(process.env);
+    if (process.env.CA_ADDR || process.env.FILE_MOUNTED_CERTS) await (await import('./tls/identity.ts')).startIdentityFromEnv(process.env);
   } catch (err) {
     process.stderr.write(`error: ${(err as Error).message}\n`);
     return 1;
