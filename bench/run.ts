@@ -17,6 +17,7 @@ import {
 import { DEFAULT_SKUA_MAIN, REPO_ROOT } from './lib/targets.ts';
 import { runL4 } from './scenarios/l4.ts';
 import { runL7 } from './scenarios/l7.ts';
+import { mtlsChecks, runMtls } from './scenarios/mtls.ts';
 import { ROUNDS as ROUTES_ROUNDS, routesChecks, runRoutes } from './scenarios/routes.ts';
 import { runXds } from './scenarios/xds.ts';
 import { listMicroFiles, microMarkdown, microText, runMicro, type MicroResult } from './scenarios/micro.ts';
@@ -28,8 +29,9 @@ import {
 const RESULTS_DIR = path.join(REPO_ROOT, 'bench/results');
 
 const USAGE = `usage: ./dev bench [options]   (node bench/run.ts)
-  --only l7,l4,micro,routes,xds scenarios to run (default: l7,l4; routes = 1 route vs 1,000 vhosts x 10 routes,
-                            xds = 5,000 services over ADS from scratch + one endpoint change; both skua only)
+  --only l7,l4,micro,routes,xds,mtls scenarios to run (default: l7,l4; routes = 1 route vs 1,000 vhosts x 10 routes,
+                            xds = 5,000 services over ADS from scratch + one endpoint change,
+                            mtls = two skua sidecars, plaintext vs mTLS; all three skua only)
   --targets LIST            subset of direct,nginx,haproxy,skua (default: all)
   --duration SECONDS        measured wrk time per L7 target (default 10)
   --warmup SECONDS          unmeasured wrk time before each L7 measurement (default 2)
@@ -91,7 +93,7 @@ function parseOptions(argv: string[]): Options | undefined {
 function neededPackages(opts: Options): string[] {
   const pkgs: string[] = [];
   const has = (t: TargetName): boolean => opts.targets.includes(t);
-  if (opts.only.includes('l7') || opts.only.includes('routes')) pkgs.push('nginx', 'wrk');
+  if (opts.only.includes('l7') || opts.only.includes('routes') || opts.only.includes('mtls')) pkgs.push('nginx', 'wrk');
   if (has('haproxy') && (opts.only.includes('l7') || opts.only.includes('l4'))) pkgs.push('haproxy');
   if (has('nginx') && opts.only.includes('l4')) pkgs.push('nginx', 'libnginx-mod-stream');
   return pkgs;
@@ -107,6 +109,7 @@ function budgetSeconds(opts: Options): number {
   if (opts.only.includes('routes')) s += 60 + 2 * (opts.warmup + 20) + 2 * ROUTES_ROUNDS * (opts.duration + 20);
   // Two proxies applying 5,000 services each (up to 5 min each on a loaded machine), plus the control plane.
   if (opts.only.includes('xds')) s += 720;
+  if (opts.only.includes('mtls')) s += 3 * (opts.warmup + opts.duration + 60);
   return s;
 }
 
@@ -120,7 +123,7 @@ function environment(opts: Options): Record<string, string> {
   };
   const l7 = opts.only.includes('l7');
   const l4 = opts.only.includes('l4');
-  const routes = opts.only.includes('routes');
+  const routes = opts.only.includes('routes') || opts.only.includes('mtls');
   if (l7 || routes || (l4 && opts.targets.includes('nginx'))) {
     env.nginx = versionOf(systemBinary('nginx'), ['-v']).replace(/^nginx version: /, '');
   }
@@ -159,7 +162,7 @@ function installExitHandlers(budget: number): void {
 function printScenario(res: ScenarioResult): void {
   process.stdout.write(`\n== ${res.scenario}: ${res.title} ==\n${textTable(res)}\n`);
   const skua = res.rows.find((r) => r.target === 'skua');
-  if (!skua || res.scenario === 'routes') return;
+  if (!skua || res.scenario === 'routes' || res.scenario === 'mtls') return;
   const parts = (['nginx', 'haproxy'] as const).map((b) => {
     const r = ratio(res, skua, b);
     return `skua/${b} ${r === undefined ? '–' : r.toFixed(2)}`;
@@ -172,6 +175,7 @@ async function runScenario(s: Scenario, opts: Options): Promise<ScenarioResult |
   if (s === 'l4') return runL4(opts, tmpDir);
   if (s === 'routes') return runRoutes(opts, tmpDir);
   if (s === 'xds') return runXds(opts, tmpDir);
+  if (s === 'mtls') return runMtls(opts, tmpDir);
   return runMicro();
 }
 
@@ -198,7 +202,7 @@ async function main(): Promise<number> {
   }
   await cleanup();
 
-  const checks = [...checkAcceptance(results), ...routesChecks(results)];
+  const checks = [...checkAcceptance(results), ...routesChecks(results), ...mtlsChecks(results)];
   const files = results.map((r) => writeJson(RESULTS_DIR, r, env, checks));
   for (const r of results) printScenario(r);
   for (const m of micro.filter((x) => x.rows.length > 0)) {

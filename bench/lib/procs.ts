@@ -32,6 +32,8 @@ export interface StartOptions {
   cwd?: string;
   /** Keep all of stdout (for tools whose output is parsed), not only the tail. */
   fullStdout?: boolean;
+  /** Extra environment variables (added to this process's). */
+  env?: Record<string, string>;
 }
 
 const live = new Set<Proc>();
@@ -42,7 +44,7 @@ function appendTail(prev: string, chunk: string): string {
 }
 
 export function startProcess(name: string, cmd: string, args: string[], opts: StartOptions = {}): Proc {
-  const child = spawn(cmd, args, { cwd: opts.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd, args, { cwd: opts.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ? { ...process.env, ...opts.env } : process.env });
   if (child.pid === undefined) {
     // spawn failures (ENOENT) are reported asynchronously; make them synchronous here.
     throw new Error(`${name}: could not start ${cmd} (is it installed?)`);

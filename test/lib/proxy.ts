@@ -59,6 +59,10 @@ export interface StartOptions {
   readonly format?: 'yaml' | 'json';
   readonly logLevel?: string;
   readonly readyTimeoutMs?: number;
+  /** Extra environment (pilot-agent's CA_ADDR, SECRET_TTL, ...). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Working directory: istio-agent's relative paths (./var/run/secrets/..., ./etc/certs) resolve from it. */
+  readonly cwd?: string;
 }
 
 export interface AdminReply { readonly status: number; readonly body: string; readonly headers: Headers }
@@ -154,7 +158,7 @@ export async function startProxy(build: (ports: PortBook) => Json, opts: StartOp
     const dir = mkdtempSync(path.join(tmpdir(), 'skua-test-'));
     const configPath = writeConfig(dir, bootstrap, opts.format ?? 'yaml');
     const child = spawn(process.execPath, [proxyMain, '-c', configPath, '-l', opts.logLevel ?? 'warn', ...(opts.args ?? [])], {
-      cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: opts.cwd ?? repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ? { ...process.env, ...opts.env } : process.env,
     });
     live.add(child);
     // A proxy a failed test forgot must not keep the test process alive: the exit hook kills it.

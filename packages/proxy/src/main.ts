@@ -34,6 +34,14 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`configuration '${args.configPath || '--config-yaml'}' OK\n`);
     return 0;
   }
+  // istio-agent's part: the workload certificate (CA_ADDR / FILE_MOUNTED_CERTS) before listeners open.
+  // Loaded only when asked for: the CA client (grpc-js) and X.509 code cost start-up time otherwise.
+  try {
+    if (process.env.CA_ADDR || process.env.FILE_MOUNTED_CERTS) await (await import('./tls/identity.ts')).startIdentityFromEnv(process.env);
+  } catch (err) {
+    process.stderr.write(`error: ${(err as Error).message}\n`);
+    return 1;
+  }
   const options = { ...args, reusePort: args.concurrency > 1, admin: true };
   const server = new ProxyServer(bootstrap, options);
   if (args.concurrency > 1) await startWorkers(server, args);

@@ -11,6 +11,8 @@ import type { XdsUpdate } from './xds/types.ts';
 import { startAdmin } from './admin/server.ts';
 import { log } from './core/log.ts';
 import { setLocalNode } from './core/node.ts';
+import { TYPE_URL } from './xds/discovery.ts';
+import { secrets } from './tls/secrets.ts';
 
 export interface ServerOptions {
   readonly concurrency: number;
@@ -82,7 +84,9 @@ export class ProxyServer {
       new Set(this.bootstrap.clusters.map((c) => c.name)), new Set(this.bootstrap.listeners.map((l) => l.name)));
     dynamic.gauges = (name, value) => this.stats.gauge(name).set(value);
     this.dynamic = dynamic;
+    // Workers get every secret from the main thread's store (workers.ts), ADS-pushed ones included.
     if (this.options.xdsFollower) return;
+    dynamic.setSink(TYPE_URL.secret, { apply: (name, json) => { secrets.update(name, json); }, remove: (name) => secrets.remove(name) });
     const cluster = this.bootstrap.clusters.find((c) => c.name === dr.clusterName)!;
     const transport = adsTransport(new Msg(cluster.source, `static_resources.clusters[${cluster.name}]`), dr.authority);
     const node = this.bootstrap.source.node as Record<string, unknown> | undefined ?? {};

@@ -1,11 +1,12 @@
 import type { XdsUpdate } from './xds/types.ts';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { compileBootstrap, loadBootstrapSource } from './config/bootstrap.ts';
-import { setLogLevel } from './core/log.ts';
+import { log, setLogLevel } from './core/log.ts';
 import { ProxyServer } from './server.ts';
 import type { ProxyArgs } from './agent/cli.ts';
 import { StatsStore, Histogram as HistogramClass, type Histogram } from './stats/store.ts';
 import { labelledFamily, type FamilyKind } from './stats/labelled.ts';
+import { secrets } from './tls/secrets.ts';
 
 /** A worker's stats, sent to the main thread at scrape time. */
 interface StatsSnapshot {
@@ -66,13 +67,18 @@ function addInto(store: StatsStore, s: StatsSnapshot): void {
 export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promise<void> {
   const workers: Worker[] = [];
   for (let i = 1; i < args.concurrency; i++) {
-    const w = new Worker(new URL(import.meta.url), { workerData: { configPath: args.configPath, configYaml: args.configYaml, logLevel: args.logLevel, index: i } });
+    // Secrets live per thread: a worker starts with the main thread's and hears of every change.
+    const initialSecrets = secrets.all().map((s) => [s.name, s.raw]);
+    const w = new Worker(new URL(import.meta.url), { workerData: { configPath: args.configPath, configYaml: args.configYaml, logLevel: args.logLevel, index: i, secrets: initialSecrets } });
     workers.push(w);
     await new Promise<void>((resolve, reject) => {
       w.once('message', (m: { ready?: boolean; error?: string }) => (m.ready ? resolve() : reject(new Error(m.error))));
       w.once('error', reject);
     });
   }
+  secrets.onChange((name, secret) => {
+    for (const w of workers) w.postMessage({ secret: name, raw: secret?.raw ?? null });
+  });
   server.collectStats = async () => {
     const merged = new StatsStore();
     addInto(merged, snapshot(server.stats));
@@ -89,15 +95,23 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
 }
 
 async function runWorker(): Promise<void> {
-  const data = workerData as { configPath: string; configYaml: string; logLevel: string; index: number };
+  const data = workerData as { configPath: string; configYaml: string; logLevel: string; index: number; secrets: Array<[string, Record<string, unknown>]> };
   setLogLevel(data.logLevel);
   try {
+    for (const [name, raw] of data.secrets) secrets.update(name, raw);
     const bootstrap = compileBootstrap(loadBootstrapSource(data.configPath || undefined, data.configYaml || undefined));
     const server = new ProxyServer(bootstrap, { concurrency: 1, drainTimeS: 0, configPath: data.configPath, configYaml: data.configYaml, logLevel: data.logLevel, reusePort: true, admin: false, xdsFollower: true });
     await server.start();
-    parentPort!.on('message', (m: string | { xds: XdsUpdate }) => {
+    parentPort!.on('message', (m: string | { xds: XdsUpdate } | { secret: string; raw: Record<string, unknown> | null }) => {
       if (m === 'stats') parentPort!.postMessage({ stats: snapshot(server.stats) });
-      else if (typeof m === 'object' && m.xds) server.dynamic?.apply(m.xds);
+      else if (typeof m === 'object' && 'xds' in m) server.dynamic?.apply(m.xds);
+      else if (typeof m === 'object' && 'secret' in m) {
+        try {
+          if (m.raw) secrets.update(m.secret, m.raw); else secrets.remove(m.secret);
+        } catch (err) {
+          log.error(`worker ${data.index}: secret ${m.secret}: ${(err as Error).message}`);
+        }
+      }
     });
     parentPort!.postMessage({ ready: true });
   } catch (err) {

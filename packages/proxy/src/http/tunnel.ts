@@ -9,13 +9,13 @@ export function connectHost(cluster: Cluster, host: Host): Socket {
   const cfg = cluster.config;
   cluster.stats.cxTotal.inc();
   cluster.stats.cxActive.inc();
-  const socket = cfg.tls
-    ? connectUpstreamTls(cfg.tls, host.address, host.port, [])
+  const socket = host.tls
+    ? connectUpstreamTls(host.tls, host.address, host.port, [], cluster.stats.ssl)
     : netConnect({ host: host.address, port: host.port, noDelay: true, allowHalfOpen: true });
   socket.once('close', () => cluster.stats.cxActive.dec());
   if (cfg.connectTimeoutMs > 0) {
     socket.setTimeout(cfg.connectTimeoutMs, () => { cluster.stats.cxConnectTimeout.inc(); socket.destroy(new Error('connect timeout')); });
-    socket.once(cfg.tls ? 'secureConnect' : 'connect', () => socket.setTimeout(0));
+    socket.once(host.tls ? 'secureConnect' : 'connect', () => socket.setTimeout(0));
   }
   return socket;
 }

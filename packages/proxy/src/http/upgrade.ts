@@ -74,7 +74,7 @@ function tunnel(hcm: Hcm, ex: Exchange, rec: RequestRecord, downstream: Socket |
   s.stats.upgradesTotal.inc();
   const upstream = connectHost(plan.cluster, plan.host);
   let connected = false;
-  upstream.once(plan.cluster.config.tls ? 'secureConnect' : 'connect', () => {
+  upstream.once(plan.host.tls ? 'secureConnect' : 'connect', () => {
     connected = true;
     onConnect(upstream);
     splice(downstream, upstream, (up, down) => {

@@ -365,7 +365,7 @@ class Attempt implements Dispatcher.DispatchHandler {
     if (p.perTryTimeoutMs > 0) this.timer = setTimeout(perTryTimeout, p.perTryTimeoutMs, this);
     const http2 = p.cluster.config.protocol === 'http2' || (p.cluster.config.protocol === 'downstream' && p.ex.protocol === 'HTTP/2');
     const alpn = p.rec.filterState?.get(ALPN_OVERRIDE_STATE) as AlpnOverrides | undefined;
-    const override = alpn && p.cluster.config.tls ? alpn[http2 ? 'HTTP2' : p.ex.protocol === 'HTTP/1.0' && p.cluster.config.protocol === 'downstream' ? 'HTTP10' : 'HTTP11'] : undefined;
+    const override = alpn && this.host.tls ? alpn[http2 ? 'HTTP2' : p.ex.protocol === 'HTTP/1.0' && p.cluster.config.protocol === 'downstream' ? 'HTTP10' : 'HTTP11'] : undefined;
     p.cluster.httpPool(this.host, http2, override).dispatch({ path: p.path, method: p.ex.method, headers: p.headers, body }, this);
   }
 

@@ -9,7 +9,7 @@ import { HttpConnectionManager } from '../filters/network/http_connection_manage
 import { TcpProxy } from '../filters/network/tcp_proxy/filter.ts';
 import type { ClusterManager } from '../upstream/manager.ts';
 import type { StatsStore, Counter, Gauge } from '../stats/store.ts';
-import { sansAccepted } from '../tls/context.ts';
+import { chainError, SslStats, verifyPeer } from '../tls/ssl-stats.ts';
 import { originalDestination, available as sockoptAvailable } from '../sys/sockopt.ts';
 import { log } from '../core/log.ts';
 import type { LiveNetworkFilter } from '../filters/network/types.ts';
@@ -26,16 +26,15 @@ class ListenerStats {
   readonly cxTotal: Counter;
   readonly cxActive: Gauge;
   readonly noChain: Counter;
-  readonly handshake: Counter;
-  readonly handshakeError: Counter;
+  /** ssl.* and server_ssl_socket_factory.*, for listeners with a TLS chain. */
+  readonly ssl: SslStats | undefined;
   readonly timeouts: Counter;
-  constructor(store: StatsStore, prefix: string) {
+  constructor(store: StatsStore, prefix: string, tls: boolean) {
     const p = store.scope('listener', 'envoy_listener_address', prefix);
     this.cxTotal = p.counter('downstream_cx_total');
     this.cxActive = p.gauge('downstream_cx_active');
     this.noChain = p.counter('no_filter_chain_match');
-    this.handshake = p.counter('ssl.handshake');
-    this.handshakeError = p.counter('ssl.connection_error');
+    this.ssl = tls ? new SslStats(p, 'server') : undefined;
     this.timeouts = p.counter('downstream_pre_cx_timeout');
   }
 }
@@ -56,7 +55,7 @@ export class ActiveListener {
 
   constructor(config: ListenerConfig, clusters: ClusterManager, store: StatsStore, redirect?: (address: string, port: number) => ActiveListener | undefined) {
     this.config = config;
-    this.stats = new ListenerStats(store, config.statPrefix);
+    this.stats = new ListenerStats(store, config.statPrefix, config.tls);
     this.redirect = redirect;
     this.clusters = clusters;
     this.store = store;
@@ -179,30 +178,40 @@ export class ActiveListener {
       return;
     }
     const tls = chain.tls;
+    const ssl = this.stats.ssl;
+    const state = tls.current();
+    if (!state) {
+      // Envoy's NotReadySslSocket: the chain's SDS secrets have not arrived.
+      ssl?.secretsNotReady.inc();
+      log.debug(`listener ${this.config.name}: TLS secrets not ready (${tls.missing().join(', ')}); connection refused`);
+      socket.destroy();
+      return;
+    }
     const secure = new TLSSocket(socket, {
       isServer: true,
-      secureContext: tls.context,
-      ALPNProtocols: tls.alpn.length ? [...tls.alpn] : undefined,
-      requestCert: tls.requireClientCertificate || tls.verifyPeer,
-      rejectUnauthorized: tls.requireClientCertificate,
+      secureContext: state.context,
+      ALPNProtocols: serverAlpn(tls.alpn, facts),
+      requestCert: tls.requireClientCertificate || state.verifyPeer,
+      // Verified after the handshake, so each failure is counted by its cause (verifyPeer).
+      rejectUnauthorized: false,
     });
-    secure.on('error', (e: Error) => { log.debug(`listener ${this.config.name}: TLS: ${e.message}`); this.stats.handshakeError.inc(); socket.destroy(); });
+    let handshook = false;
+    secure.on('error', () => { if (!handshook) ssl?.connectionError.inc(); socket.destroy(); });
     secure.once('secure', () => {
-      // A server-side TLSSocket made outside tls.Server never sets `authorized` nor enforces
-      // rejectUnauthorized: the peer chain is checked here, against the context's CAs.
-      const peer = secure.getPeerCertificate();
-      const presented = peer !== undefined && peer.raw !== undefined;
-      const verified = presented && verifyError(secure) === null;
-      if ((tls.requireClientCertificate && !verified) || (tls.verifyPeer && presented && (!verified || !sansAccepted(tls, peer)))) {
-        this.stats.handshakeError.inc();
+      handshook = true;
+      const verdict = verifyPeer(secure, state, tls.requireClientCertificate, ssl);
+      if (verdict !== 'ok') {
+        log.debug(`listener ${this.config.name}: peer refused (${verdict}${verdict === 'chain' ? `: ${chainError(secure)}` : ''})`);
         secure.destroy();
         return;
       }
-      this.stats.handshake.inc();
+      // Only a chain verified against trusted_ca names the peer (SANs, XFCC).
+      const peer = secure.getPeerCertificate();
+      const verified = state.verifyPeer && peer !== undefined && peer.raw !== undefined;
       const info: ConnInfo = {
         ...base, tls: true, serverName: (secure as TLSSocket & { servername?: string }).servername || facts.serverName,
         alpn: secure.alpnProtocol || '', peerUriSans: verified ? uriSans(peer) : NO_SANS, filterState: undefined,
-        localUriSans: localSans(tls, secure),
+        localUriSans: localSans(state, secure),
         peerCertificate: verified ? peer : undefined,
       };
       setConnInfo(secure, info);
@@ -237,6 +246,18 @@ export class ActiveListener {
 const NO_SANS: readonly string[] = [];
 
 /**
+ * The server's ALPN list for one connection. When the tls_inspector saw the client's
+ * list and nothing overlaps, offer none: BoringSSL (Envoy) then goes on without ALPN,
+ * where Node would end the handshake with no_application_protocol.
+ */
+function serverAlpn(alpn: readonly string[], facts: ConnectionFacts): string[] | undefined {
+  if (alpn.length === 0) return undefined;
+  const offered = facts.transportProtocol === 'tls' ? facts.applicationProtocols : undefined;
+  if (offered && offered.length && !offered.some((p) => alpn.includes(p))) return undefined;
+  return alpn as string[];
+}
+
+/**
  * Read filters in order, then the terminal; a filter that answers 'close' ends the connection,
  * one that answers 'stop' resumes the chain from the next filter when it is ready.
  */
@@ -253,12 +274,6 @@ function runChain(live: LiveChain, socket: Socket, info: ConnInfo, from = 0): vo
     if (r === 'stop') return;
   }
   live.terminal.onConnection(socket, info);
-}
-
-/** The handshake's chain verification result (null = the peer chain verified against our CAs). */
-function verifyError(secure: TLSSocket): Error | null {
-  const handle = (secure as unknown as { ssl?: { verifyError(): Error | null } }).ssl;
-  return handle ? handle.verifyError() : new Error('no TLS handle');
 }
 
 /** The URI SANs (SPIFFE ids) of the peer certificate. */

@@ -48,6 +48,8 @@ export interface ListenerConfig {
   readonly continueOnListenerFiltersTimeout: boolean;
   readonly chains: FilterChainMatcher<FilterChainConfig>;
   readonly chainCount: number;
+  /** Some chain terminates TLS (the listener keeps ssl.* stats). */
+  readonly tls: boolean;
   readonly statPrefix: string;
   /** traffic_direction: Istio's telemetry filters tell inbound (server) from outbound (client) by it. */
   readonly direction: 'UNSPECIFIED' | 'INBOUND' | 'OUTBOUND';
@@ -77,6 +79,7 @@ export function compileListener(m: Msg, index: number): ListenerConfig {
   const dfc = m.msg('default_filter_chain');
   if (chains.length === 0 && !dfc) throw m.error('filter_chains', 'at least one filter chain is required');
   const compiled = chains.map((c) => ({ match: c.msg('filter_chain_match'), value: compileChain(c), name: c.str('name') }));
+  const defaultChain = dfc ? compileChain(dfc) : undefined;
   return {
     name,
     address,
@@ -88,8 +91,9 @@ export function compileListener(m: Msg, index: number): ListenerConfig {
     originalDst,
     listenerFiltersTimeoutMs: m.durationMs('listener_filters_timeout', 15_000),
     continueOnListenerFiltersTimeout: m.bool('continue_on_listener_filters_timeout'),
-    chains: compileFilterChainMatcher(compiled, dfc ? compileChain(dfc) : undefined),
+    chains: compileFilterChainMatcher(compiled, defaultChain),
     chainCount: chains.length + (dfc ? 1 : 0),
+    tls: compiled.some((c) => c.value.tls !== undefined) || defaultChain?.tls !== undefined,
     statPrefix: m.str('stat_prefix') || `${address.address}_${address.port}`,
     direction: m.enumOf('traffic_direction', ['UNSPECIFIED', 'INBOUND', 'OUTBOUND'] as const),
     source: m.raw,

@@ -1,126 +1,205 @@
-import { createSecureContext, type SecureContext, type PeerCertificate } from 'node:tls';
+import { createSecureContext, type SecureContext, type SecureContextOptions } from 'node:tls';
 import type { Msg } from '../config/fields.ts';
 import { readDataSource } from '../config/data-source.ts';
 import { ConfigError } from '../core/errors.ts';
+import { log } from '../core/log.ts';
+import { secrets as threadSecrets, type SecretStore } from './secrets.ts';
+import { compileValidation, type TypedSanMatcher, type ValidationConfig } from './validation.ts';
+
+export { compileStringMatcher, type SanMatcher } from './validation.ts';
 
 export const UPSTREAM_TLS = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext';
 export const DOWNSTREAM_TLS = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext';
 
 const TLS_VERSIONS = ['TLS_AUTO', 'TLSv1_0', 'TLSv1_1', 'TLSv1_2', 'TLSv1_3'] as const;
 const NODE_VERSION = { TLSv1_0: 'TLSv1', TLSv1_1: 'TLSv1.1', TLSv1_2: 'TLSv1.2', TLSv1_3: 'TLSv1.3' } as const;
+/** BoringSSL's fixed TLS 1.3 suites: Envoy's cipher_suites only governs TLS ≤ 1.2. */
+const TLS13_SUITES = 'TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256';
 
-/** A compiled CommonTlsContext: one SecureContext built at load time, shared by every connection. */
-export interface TlsSettings {
+/** What one connection uses: built once per secret change, shared by every connection until the next. */
+export interface TlsState {
   readonly context: SecureContext;
-  readonly alpn: readonly string[];
+  /** A trusted CA is configured, so the peer's chain is verified. */
   readonly verifyPeer: boolean;
-  /** Accepted peer SANs (exact / prefix / suffix / contains / regex), empty = any. */
-  readonly sanMatchers: readonly SanMatcher[];
+  readonly sanMatchers: readonly TypedSanMatcher[];
 }
 
-export interface UpstreamTls extends TlsSettings {
+/**
+ * A compiled CommonTlsContext. Static material makes one context at load time;
+ * SDS-named certificates and roots (tls_certificate_sds_secret_configs,
+ * combined_validation_context) are looked up in the thread's SecretStore and the
+ * context is rebuilt when one of them changes. Until they all arrive, current()
+ * is undefined and connections are refused (Envoy's NotReadySslSocket).
+ */
+type TlsSettingsInit = ConstructorParameters<typeof TlsSettings>[0];
+
+export class TlsSettings {
+  readonly alpn: readonly string[];
+  /** SDS secret names this context waits for. */
+  readonly secretNames: readonly string[];
+  private readonly base: SecureContextOptions;
+  private readonly certSecret: string | undefined;
+  private readonly validationSecret: string | undefined;
+  private readonly defaultValidation: ValidationConfig | undefined;
+  private readonly store: SecretStore;
+  private state: TlsState | undefined;
+  private epoch = -1;
+  private certVersion = 0;
+  private validationVersion = 0;
+
+  constructor(o: { alpn: readonly string[]; base: SecureContextOptions; certSecret?: string; validationSecret?: string; defaultValidation?: ValidationConfig; store?: SecretStore }) {
+    this.alpn = o.alpn;
+    this.base = o.base;
+    this.certSecret = o.certSecret;
+    this.validationSecret = o.validationSecret;
+    this.defaultValidation = o.defaultValidation;
+    this.store = o.store ?? threadSecrets;
+    this.secretNames = [o.certSecret, o.validationSecret].filter((n): n is string => n !== undefined);
+    if (this.secretNames.length === 0) {
+      // Static: bad material is a config error at load time.
+      this.state = buildState(this.base, this.defaultValidation, undefined);
+    }
+  }
+
+  /** The context for a new connection, or undefined while a named secret is missing. */
+  current(): TlsState | undefined {
+    if (this.secretNames.length === 0 || this.epoch === this.store.epoch) return this.state;
+    this.epoch = this.store.epoch;
+    const cert = this.certSecret !== undefined ? this.store.get(this.certSecret) : undefined;
+    const validation = this.validationSecret !== undefined ? this.store.get(this.validationSecret) : undefined;
+    if ((this.certSecret !== undefined && !cert?.tlsCertificate) || (this.validationSecret !== undefined && !validation?.validation)) {
+      this.state = undefined;
+      this.certVersion = this.validationVersion = 0;
+      return undefined;
+    }
+    const cv = cert?.version ?? 0, vv = validation?.version ?? 0;
+    if (this.state && cv === this.certVersion && vv === this.validationVersion) return this.state;
+    this.certVersion = cv;
+    this.validationVersion = vv;
+    const opts: SecureContextOptions = { ...this.base };
+    if (cert?.tlsCertificate) { opts.cert = cert.tlsCertificate.certChain; opts.key = cert.tlsCertificate.privateKey; }
+    try {
+      this.state = buildState(opts, this.defaultValidation, validation?.validation);
+    } catch (err) {
+      log.error(`TLS context from secrets ${this.secretNames.join(', ')}: ${(err as Error).message}`);
+      this.state = undefined;
+    }
+    return this.state;
+  }
+
+  /** Names still missing (for logs and errors). */
+  missing(): string[] {
+    return this.secretNames.filter((n) => this.store.get(n) === undefined);
+  }
+}
+
+function buildState(opts: SecureContextOptions, base: ValidationConfig | undefined, dynamic: ValidationConfig | undefined): TlsState {
+  // combined_validation_context: the SDS one merged over the default (repeated matchers append, trusted_ca replaces).
+  const ca = dynamic?.trustedCa ?? base?.trustedCa;
+  const sanMatchers = [...(base?.sanMatchers ?? []), ...(dynamic?.sanMatchers ?? [])];
+  const context = createSecureContext(ca ? { ...opts, ca } : opts);
+  return { context, verifyPeer: ca !== undefined, sanMatchers };
+}
+
+export class UpstreamTls extends TlsSettings {
   readonly sni: string;
+  constructor(init: TlsSettingsInit, sni: string) { super(init); this.sni = sni; }
 }
 
-export interface DownstreamTls extends TlsSettings {
+export class DownstreamTls extends TlsSettings {
   readonly requireClientCertificate: boolean;
+  constructor(init: TlsSettingsInit, requireClientCertificate: boolean) { super(init); this.requireClientCertificate = requireClientCertificate; }
 }
 
-type SanMatcher = (san: string) => boolean;
-
-export function compileUpstreamTls(m: Msg): UpstreamTls {
+export function compileUpstreamTls(m: Msg, store?: SecretStore): UpstreamTls {
   rejectFields(m, ['max_session_keys']);
-  const common = m.msg('common_tls_context');
-  return { ...compileCommon(common), sni: m.str('sni') };
+  return new UpstreamTls(compileCommon(m.msg('common_tls_context'), m.path, store), m.str('sni'));
 }
 
-export function compileDownstreamTls(m: Msg): DownstreamTls {
+export function compileDownstreamTls(m: Msg, store?: SecretStore): DownstreamTls {
   rejectFields(m, ['session_ticket_keys', 'session_ticket_keys_sds_secret_config']);
   const common = m.msg('common_tls_context');
-  if (!common || common.list('tls_certificates').length === 0) {
+  if (!common || (common.list('tls_certificates').length === 0 && common.list('tls_certificate_sds_secret_configs').length === 0)) {
     throw m.error('common_tls_context.tls_certificates', 'a server certificate is required');
   }
-  const requireClientCertificate = m.bool('require_client_certificate');
-  return { ...compileCommon(common), requireClientCertificate };
+  return new DownstreamTls(compileCommon(common, m.path, store), m.bool('require_client_certificate'));
 }
 
 function rejectFields(m: Msg, fields: readonly string[]): void {
   for (const f of fields) if (m.has(f)) throw m.error(f, 'is not supported');
 }
 
-function compileCommon(m: Msg | undefined): TlsSettings {
-  const opts: Parameters<typeof createSecureContext>[0] = {};
-  let alpn: string[] = [];
-  let verifyPeer = false;
-  let sanMatchers: SanMatcher[] = [];
-  if (m) {
-    for (const f of ['tls_certificate_sds_secret_configs', 'validation_context_sds_secret_config', 'combined_validation_context', 'tls_certificate_provider_instance']) {
-      if (m.has(f)) throw m.error(f, 'SDS and certificate providers are not supported in static TLS contexts yet');
-    }
-    const params = m.msg('tls_params');
-    if (params) {
-      const min = params.enumOf('tls_minimum_protocol_version', TLS_VERSIONS);
-      const max = params.enumOf('tls_maximum_protocol_version', TLS_VERSIONS);
-      // Envoy's defaults: clients TLS 1.2–1.2 (1.3 allowed), servers 1.0–1.3; Node's floor is 1.2.
-      if (min !== 'TLS_AUTO') opts.minVersion = NODE_VERSION[min];
-      if (max !== 'TLS_AUTO') opts.maxVersion = NODE_VERSION[max];
-      const ciphers = params.strList('cipher_suites');
-      if (ciphers.length) opts.ciphers = ciphers.join(':');
-      const curves = params.strList('ecdh_curves');
-      if (curves.length) opts.ecdhCurve = curves.join(':');
-    }
-    const certs = m.list('tls_certificates');
-    if (certs.length > 1) throw m.error('tls_certificates', 'only one certificate is supported');
-    if (certs[0]) {
-      opts.cert = readDataSource(certs[0].requiredMsg('certificate_chain'));
-      opts.key = readDataSource(certs[0].requiredMsg('private_key'));
-    }
-    const vc = m.msg('validation_context');
-    if (vc) {
-      const ca = vc.msg('trusted_ca');
-      if (ca) { opts.ca = readDataSource(ca); verifyPeer = true; }
-      sanMatchers = [
-        ...vc.list('match_subject_alt_names').map(compileStringMatcher),
-        ...vc.list('match_typed_subject_alt_names').map((t) => compileStringMatcher(t.requiredMsg('matcher'))),
-      ];
-    }
-    alpn = m.strList('alpn_protocols');
+
+function compileCommon(m: Msg | undefined, path: string, store: SecretStore | undefined): TlsSettingsInit {
+  const base: SecureContextOptions = {};
+  if (!m) return build(path, { alpn: [], base, store });
+  for (const f of ['tls_certificate_provider_instance', 'tls_certificate_certificate_provider', 'tls_certificate_certificate_provider_instance',
+    'validation_context_certificate_provider', 'validation_context_certificate_provider_instance', 'custom_handshaker', 'key_log']) {
+    if (m.has(f)) throw m.error(f, 'is not supported');
   }
-  try {
-    return { context: createSecureContext(opts), alpn, verifyPeer, sanMatchers };
-  } catch (err) {
-    throw new ConfigError(m?.path ?? 'common_tls_context', `invalid TLS material: ${(err as Error).message}`);
+  const params = m.msg('tls_params');
+  if (params) {
+    params.onlyFields(['tls_minimum_protocol_version', 'tls_maximum_protocol_version', 'cipher_suites', 'ecdh_curves']);
+    const min = params.enumOf('tls_minimum_protocol_version', TLS_VERSIONS);
+    const max = params.enumOf('tls_maximum_protocol_version', TLS_VERSIONS);
+    // Envoy's defaults: clients TLS 1.2–1.2 (1.3 allowed), servers 1.0–1.3; Node's floor is 1.2.
+    if (min !== 'TLS_AUTO') base.minVersion = NODE_VERSION[min];
+    if (max !== 'TLS_AUTO') base.maxVersion = NODE_VERSION[max];
+    const ciphers = params.strList('cipher_suites');
+    if (ciphers.length) base.ciphers = nodeCiphers(ciphers);
+    const curves = params.strList('ecdh_curves');
+    if (curves.length) base.ecdhCurve = curves.join(':');
   }
+  const certs = m.list('tls_certificates');
+  const sdsCerts = m.list('tls_certificate_sds_secret_configs');
+  if (certs.length + sdsCerts.length > 1) throw m.error(certs.length > 1 ? 'tls_certificates' : 'tls_certificate_sds_secret_configs', 'only one certificate is supported');
+  if (certs[0]) {
+    certs[0].onlyFields(['certificate_chain', 'private_key']);
+    base.cert = readDataSource(certs[0].requiredMsg('certificate_chain'));
+    base.key = readDataSource(certs[0].requiredMsg('private_key'));
+  }
+  const certSecret = sdsCerts[0] ? sdsName(sdsCerts[0]) : undefined;
+  let defaultValidation: ValidationConfig | undefined;
+  let validationSecret: string | undefined;
+  const exclusive = ['validation_context', 'validation_context_sds_secret_config', 'combined_validation_context'].filter((f) => m.has(f));
+  if (exclusive.length > 1) throw m.error(exclusive[1], `cannot be combined with ${exclusive[0]}`);
+  const vc = m.msg('validation_context');
+  if (vc) defaultValidation = compileValidation(vc);
+  const vcSds = m.msg('validation_context_sds_secret_config');
+  if (vcSds) validationSecret = sdsName(vcSds);
+  const combined = m.msg('combined_validation_context');
+  if (combined) {
+    combined.onlyFields(['default_validation_context', 'validation_context_sds_secret_config']);
+    const d = combined.msg('default_validation_context');
+    if (d) defaultValidation = compileValidation(d);
+    validationSecret = sdsName(combined.requiredMsg('validation_context_sds_secret_config'));
+  }
+  return build(m.path, { alpn: m.strList('alpn_protocols'), base, certSecret, validationSecret, defaultValidation, store });
 }
 
-/** envoy.type.matcher.v3.StringMatcher compiled to a predicate. */
-export function compileStringMatcher(m: Msg): SanMatcher {
-  const ignoreCase = m.bool('ignore_case');
-  const norm = ignoreCase ? (s: string) => s.toLowerCase() : (s: string) => s;
-  if (m.has('exact')) { const v = norm(m.str('exact')); return (s) => norm(s) === v; }
-  if (m.has('prefix')) { const v = norm(m.str('prefix')); return (s) => norm(s).startsWith(v); }
-  if (m.has('suffix')) { const v = norm(m.str('suffix')); return (s) => norm(s).endsWith(v); }
-  if (m.has('contains')) { const v = norm(m.str('contains')); return (s) => norm(s).includes(v); }
-  if (m.has('safe_regex')) {
-    const src = m.requiredMsg('safe_regex').requiredStr('regex');
-    let re: RegExp;
-    try { re = new RegExp(`^(?:${src})$`, ignoreCase ? 'i' : ''); } catch (err) {
-      throw m.error('safe_regex.regex', (err as Error).message);
+function build(path: string, init: TlsSettingsInit): TlsSettingsInit {
+  if (init.certSecret === undefined && init.validationSecret === undefined) {
+    try {
+      new TlsSettings(init);
+    } catch (err) {
+      throw new ConfigError(path ? `${path}.common_tls_context` : 'common_tls_context', `invalid TLS material: ${(err as Error).message}`);
     }
-    return (s) => re.test(s);
   }
-  throw m.error('', 'one of exact, prefix, suffix, contains, safe_regex is required');
+  return init;
 }
 
-/** The URI and DNS SANs of a peer certificate, as Envoy matches them. */
-export function peerSans(cert: PeerCertificate): string[] {
-  const alt = cert.subjectaltname;
-  if (!alt) return [];
-  return alt.split(', ').map((e) => e.slice(e.indexOf(':') + 1));
+/** SdsSecretConfig: the name is what counts; any config source (sds-grpc cluster, ADS) feeds the thread's store. */
+function sdsName(m: Msg): string {
+  m.onlyFields(['name', 'sds_config']);
+  return m.requiredStr('name');
 }
 
-export function sansAccepted(settings: TlsSettings, cert: PeerCertificate): boolean {
-  if (settings.sanMatchers.length === 0) return true;
-  const sans = peerSans(cert);
-  return settings.sanMatchers.some((match) => sans.some(match));
+/**
+ * Envoy's cipher list to OpenSSL's: equal-preference groups `[A|B]` flatten to `A:B`,
+ * and TLS 1.3 suites are added when none are named (else Node would cap at TLS 1.2).
+ */
+export function nodeCiphers(list: readonly string[]): string {
+  const names = list.flatMap((c) => c.replace(/^\[|\]$/g, '').split('|')).filter((c) => c !== '');
+  if (!names.some((c) => c.startsWith('TLS_'))) names.unshift(...TLS13_SUITES.split(':'));
+  return names.join(':');
 }

@@ -1,31 +1,91 @@
-import { connect as tlsConnect, type ConnectionOptions, type PeerCertificate, type TLSSocket } from 'node:tls';
-import { sansAccepted, type UpstreamTls } from './context.ts';
+import { Socket } from 'node:net';
+import type { buildConnector } from 'undici';
+import { connect as tlsConnect, type PeerCertificate, type TLSSocket } from 'node:tls';
+import type { TlsState, UpstreamTls } from './context.ts';
+import { CHAIN_ERRORS, type SslStats } from './ssl-stats.ts';
+import { sansMatch } from './validation.ts';
 
-/**
- * TLS options for an upstream connection as Envoy verifies it: the chain
- * against trusted_ca, and the peer's SANs against match_subject_alt_names —
- * never the SNI against the certificate (Envoy does no hostname check). `override` (Istio's ALPN
- * filter, via request filter state) replaces the context's alpn_protocols, as Envoy's
- * application-protocol override does.
- */
-export function upstreamTlsOptions(tls: UpstreamTls, alpn: readonly string[], override?: readonly string[]): ConnectionOptions {
-  return {
-    servername: tls.sni || undefined,
-    secureContext: tls.context,
-    rejectUnauthorized: tls.verifyPeer,
-    ALPNProtocols: override?.length ? [...override] : tls.alpn.length ? [...tls.alpn] : [...alpn],
-    checkServerIdentity: (_host: string, cert: PeerCertificate) => (sansAccepted(tls, cert) ? undefined
-      : Object.assign(new Error('upstream certificate SANs do not match match_subject_alt_names'), { code: 'ERR_TLS_CERT_ALTNAME_INVALID' })),
-  };
+const SAN_MISMATCH = 'ERR_TLS_CERT_ALTNAME_INVALID';
+
+function sanError(): Error {
+  return Object.assign(new Error('upstream certificate SANs do not match match_subject_alt_names'), { code: SAN_MISMATCH });
 }
 
-export function connectUpstreamTls(tls: UpstreamTls, address: string, port: number, alpn: readonly string[], override?: readonly string[]): TLSSocket {
-  const socket = tlsConnect({ host: address, port, ...upstreamTlsOptions(tls, alpn, override) });
-  // checkServerIdentity only runs when the chain is verified; SAN matchers apply regardless (Envoy).
-  if (!tls.verifyPeer && tls.sanMatchers.length) {
-    socket.once('secureConnect', () => {
-      if (!sansAccepted(tls, socket.getPeerCertificate())) socket.destroy(Object.assign(new Error('upstream certificate SANs do not match'), { code: 'ERR_TLS_CERT_ALTNAME_INVALID' }));
-    });
+/** The error a connection gets while its SDS secrets have not arrived (Envoy: "Secret is not supplied by SDS"). */
+export function secretsNotReadyError(tls: UpstreamTls): Error {
+  return Object.assign(new Error(`TLS error: Secret is not supplied by SDS (${tls.missing().join(', ') || tls.secretNames.join(', ')})`), { code: 'UND_ERR_SOCKET' });
+}
+
+/**
+ * Connects with TLS as Envoy verifies an upstream: the chain against trusted_ca, and
+ * the peer's SANs against the matchers — never the SNI against the certificate (Envoy
+ * does no hostname check). Verification failures and handshake errors are counted in
+ * `stats` (cluster.<name>.ssl.*). Without the context's secrets the returned socket
+ * fails at once with secretsNotReadyError.
+ */
+export function connectUpstreamTls(tls: UpstreamTls, address: string, port: number, alpn: readonly string[], stats?: SslStats, override?: readonly string[]): Socket {
+  const state = tls.current();
+  if (!state) {
+    stats?.secretsNotReady.inc();
+    const dead = new Socket();
+    process.nextTick(() => dead.destroy(secretsNotReadyError(tls)));
+    return dead;
   }
+  const socket = tlsConnect({
+    host: address, port,
+    servername: tls.sni || undefined,
+    secureContext: state.context,
+    rejectUnauthorized: state.verifyPeer,
+    // Istio's ALPN filter (request filter state) replaces the context's list, as Envoy's application-protocol override.
+    ALPNProtocols: override?.length ? [...override] : tls.alpn.length ? [...tls.alpn] : [...alpn],
+    checkServerIdentity: (_host: string, cert: PeerCertificate) => (sansMatch(state.sanMatchers, cert) ? undefined : sanError()),
+  });
+  watchHandshake(socket, state, stats);
   return socket;
+}
+
+function watchHandshake(socket: TLSSocket, state: TlsState, stats: SslStats | undefined): void {
+  let done = false;
+  const onError = (err: NodeJS.ErrnoException): void => {
+    if (done) return;
+    done = true;
+    if (!stats) return;
+    const code = err.code ?? '';
+    if (code === SAN_MISMATCH) { stats.failVerifySan.inc(); stats.connectionError.inc(); }
+    else if (CHAIN_ERRORS.has(code)) { stats.failVerifyError.inc(); stats.connectionError.inc(); }
+    // A refused TCP connect is not a TLS error (upstream_cx_connect_fail counts it).
+    else if (code !== 'ECONNREFUSED' && code !== 'ETIMEDOUT' && code !== 'EHOSTUNREACH') stats.connectionError.inc();
+  };
+  socket.once('error', onError);
+  socket.once('secureConnect', () => {
+    if (done) return;
+    done = true;
+    socket.removeListener('error', onError);
+    // checkServerIdentity only runs when the chain is verified; SAN matchers apply regardless (Envoy).
+    if (!state.verifyPeer && state.sanMatchers.length && !sansMatch(state.sanMatchers, socket.getPeerCertificate())) {
+      stats?.failVerifySan.inc();
+      stats?.connectionError.inc();
+      socket.destroy(sanError());
+      return;
+    }
+    stats?.handshake.inc();
+  });
+}
+
+/** undici's `connect` hook: a TLS connection made with the cluster's current context, handed over once secure. */
+export function undiciTlsConnector(tls: UpstreamTls, alpn: readonly string[], stats: SslStats | undefined, override?: readonly string[]): buildConnector.connector {
+  return (opts, callback) => {
+    const socket = connectUpstreamTls(tls, opts.hostname.replace(/^\[|\]$/g, ''), Number(opts.port), alpn, stats, override);
+    socket.setNoDelay(true);
+    const onError = (err: Error): void => { socket.removeListener('secureConnect', onSecure); callback(err, null); };
+    const onSecure = (): void => {
+      socket.removeListener('error', onError);
+      if (!socket.destroyed) { callback(null, socket); return; }
+      // Refused after the handshake (SAN check without a trusted CA): the destroy's error follows.
+      socket.once('error', () => { /* reported through the callback */ });
+      callback(sanError(), null);
+    };
+    socket.once('error', onError);
+    socket.once('secureConnect', onSecure);
+  };
 }

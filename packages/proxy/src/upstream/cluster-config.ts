@@ -18,7 +18,7 @@ const HEALTH = ['UNKNOWN', 'HEALTHY', 'UNHEALTHY', 'DRAINING', 'TIMEOUT', 'DEGRA
 
 /** Behaviour-changing cluster fields that are not built yet: refuse rather than silently ignore. */
 const NOT_YET = ['health_checks', 'lb_subset_config',
-  'cluster_type', 'load_balancing_policy', 'upstream_bind_config', 'transport_socket_matches'];
+  'cluster_type', 'load_balancing_policy', 'upstream_bind_config', 'transport_socket_matcher'];
 
 export type UpstreamProtocol = 'http1' | 'http2' | 'downstream';
 
@@ -33,6 +33,16 @@ export interface EndpointConfig {
   readonly region: string;
   readonly subZone: string;
   readonly degraded: boolean;
+  /** metadata.filter_metadata["envoy.transport_socket_match"]: what transport_socket_matches look at. */
+  readonly socketMatch: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** One transport_socket_matches entry: endpoints whose socket-match metadata has every `match` field use `tls`. */
+export interface TransportSocketMatch {
+  readonly name: string;
+  readonly match: Readonly<Record<string, unknown>>;
+  /** undefined = raw_buffer (plaintext). */
+  readonly tls: UpstreamTls | undefined;
 }
 
 /** One priority's circuit_breakers.thresholds entry (Envoy's defaults: 1024 / 1024 / 1024 / 3). */
@@ -60,7 +70,11 @@ export interface ClusterConfig {
   readonly idleTimeoutMs: number;
   readonly maxRequestsPerConnection: number;
   readonly maxConcurrentStreams: number;
+  /** transport_socket: the default when no transport_socket_matches entry applies. */
   readonly tls: UpstreamTls | undefined;
+  readonly socketMatches: readonly TransportSocketMatch[];
+  /** Some transport socket (default or matched) is TLS: the cluster keeps ssl.* stats. */
+  readonly anyTls: boolean;
   /** circuit_breakers DEFAULT priority (the one every route uses). */
   readonly limits: CircuitBreakerLimits;
   /** circuit_breakers HIGH priority: compiled and published as stats; no route selects it yet. */
@@ -96,6 +110,12 @@ export function compileCluster(m: Msg): ClusterConfig {
   const od = m.msg('outlier_detection');
   const odc = m.msg('original_dst_lb_config');
   const localityLb = readLocalityLb(m);
+  const tls = readTransportSocket(m.msg('transport_socket'));
+  const socketMatches = m.list('transport_socket_matches').map((t) => ({
+    name: t.requiredStr('name'),
+    match: (t.msg('match')?.raw ?? {}) as Record<string, unknown>,
+    tls: readTransportSocket(t.requiredMsg('transport_socket')),
+  }));
   return {
     name,
     type,
@@ -109,7 +129,9 @@ export function compileCluster(m: Msg): ClusterConfig {
     idleTimeoutMs: protocol.idleTimeoutMs,
     maxRequestsPerConnection: protocol.maxRequestsPerConnection,
     maxConcurrentStreams: protocol.maxConcurrentStreams,
-    tls: readTransportSocket(m),
+    tls,
+    socketMatches,
+    anyTls: tls !== undefined || socketMatches.some((t) => t.tls !== undefined),
     limits: breakers.normal,
     limitsHigh: breakers.high,
     perHostMaxConnections: breakers.perHostMaxConnections,
@@ -198,6 +220,7 @@ export function readLoadAssignment(la: Msg, type: ClusterConfig['type']): Endpoi
       const ep = lbe.requiredMsg('endpoint');
       const address = readAddress(ep.requiredMsg('address'), type === 'STRICT_DNS' || type === 'LOGICAL_DNS');
       const health = lbe.enumOf('health_status', HEALTH);
+      const socketMatch = lbe.msg('metadata')?.msg('filter_metadata')?.msg(SOCKET_MATCH_KEY)?.raw;
       out.push({
         address,
         hostname: ep.str('hostname'),
@@ -209,6 +232,7 @@ export function readLoadAssignment(la: Msg, type: ClusterConfig['type']): Endpoi
         zone,
         region: loc?.str('region') ?? '',
         subZone: loc?.str('sub_zone') ?? '',
+        socketMatch,
       });
     }
   }
@@ -247,8 +271,25 @@ function readProtocol(m: Msg): { protocol: UpstreamProtocol; idleTimeoutMs: numb
   return { protocol, idleTimeoutMs, maxRequestsPerConnection, maxConcurrentStreams };
 }
 
-function readTransportSocket(m: Msg): UpstreamTls | undefined {
-  const ts = m.msg('transport_socket');
+const SOCKET_MATCH_KEY = 'envoy.transport_socket_match';
+
+/** The transport socket for an endpoint: the first transport_socket_matches entry its metadata satisfies, else the cluster's. */
+export function socketMatchFor(cfg: ClusterConfig, metadata: Readonly<Record<string, unknown>> | undefined): { name: string; tls: UpstreamTls | undefined } {
+  for (const t of cfg.socketMatches) {
+    let ok = true;
+    for (const [k, v] of Object.entries(t.match)) {
+      if (!metadata || !sameValue(metadata[k], v)) { ok = false; break; }
+    }
+    if (ok) return t;
+  }
+  return { name: 'default', tls: cfg.tls };
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  return a === b || (typeof a === 'object' && typeof b === 'object' && JSON.stringify(a) === JSON.stringify(b));
+}
+
+function readTransportSocket(ts: Msg | undefined): UpstreamTls | undefined {
   if (!ts) return undefined;
   const tc = ts.msg('typed_config');
   const url = tc?.str('@type') ?? '';

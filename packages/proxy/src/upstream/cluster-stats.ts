@@ -1,4 +1,5 @@
-import { CodeClassCounters, type Counter, type Gauge, type Histogram, type StatsStore } from '../stats/store.ts';
+import { CodeClassCounters, type Counter, type Gauge, type Histogram, type Scope, type StatsStore } from '../stats/store.ts';
+import { SslStats } from '../tls/ssl-stats.ts';
 
 /** `cluster.<name>.*` as Envoy names them, resolved once per cluster. */
 export class ClusterStats {
@@ -26,9 +27,15 @@ export class ClusterStats {
   readonly rqTime: Histogram;
   readonly bytesSent: Counter;
   readonly bytesReceived: Counter;
+  /** ssl.* and client_ssl_socket_factory.*, for clusters with a TLS transport socket. */
+  readonly ssl: SslStats | undefined;
+  private readonly scope: Scope;
+  private readonly matchCounts = new Map<string, Counter>();
 
-  constructor(store: StatsStore, name: string) {
+  constructor(store: StatsStore, name: string, tls = false) {
     const p = store.scope('cluster', 'envoy_cluster_name', name);
+    this.scope = p;
+    this.ssl = tls ? new SslStats(p, 'client') : undefined;
     this.rqTotal = p.counter('upstream_rq_total');
     this.rqActive = p.gauge('upstream_rq_active');
     this.rqTimeout = p.counter('upstream_rq_timeout');
@@ -53,5 +60,12 @@ export class ClusterStats {
     this.rqTime = p.histogram('upstream_rq_time');
     this.bytesSent = p.counter('upstream_cx_tx_bytes_total');
     this.bytesReceived = p.counter('upstream_cx_rx_bytes_total');
+  }
+
+  /** `<match name>.total_match_count`: endpoints given that transport socket ('default' = the cluster's). */
+  matchCount(matchName: string): Counter {
+    let c = this.matchCounts.get(matchName);
+    if (!c) { c = this.scope.counter(`${matchName}.total_match_count`); this.matchCounts.set(matchName, c); }
+    return c;
   }
 }

@@ -4,8 +4,8 @@ import { Pool, type Dispatcher } from 'undici';
 import { Duplex, PassThrough, type Readable } from 'node:stream';
 import type { IncomingHttpHeaders } from 'node:http';
 import { H1Pool, type UpstreamRequest } from './h1-pool.ts';
-import { upstreamTlsOptions } from '../tls/upstream-connect.ts';
-import type { ClusterConfig, EndpointConfig } from './cluster-config.ts';
+import { undiciTlsConnector } from '../tls/upstream-connect.ts';
+import { socketMatchFor, type ClusterConfig, type EndpointConfig } from './cluster-config.ts';
 import { Host } from './host.ts';
 import { HostSet, type LbPolicy } from './lb.ts';
 import { ClusterStats } from './cluster-stats.ts';
@@ -51,7 +51,7 @@ export class Cluster {
 
   constructor(config: ClusterConfig, store: StatsStore) {
     this.config = config;
-    this.stats = new ClusterStats(store, config.name);
+    this.stats = new ClusterStats(store, config.name, config.anyTls);
     this.breakers = new CircuitBreakers(config.limits, store, config.name, 'default');
     this.breakersHigh = new CircuitBreakers(config.limitsHigh, store, config.name, 'high');
     if (config.outlier) {
@@ -61,7 +61,7 @@ export class Cluster {
     this.hostSet = new HostSet([], this.lbPolicy());
     this.warm = config.type !== 'EDS';
     if (config.type === 'STATIC') {
-      this.setHosts(config.endpoints.map((e) => hostFor(e, e.address.address, e.hostname)));
+      this.setHosts(config.endpoints.map((e) => this.hostFor(e, e.address.address, e.hostname)));
       this.ready = Promise.resolve();
     } else if (config.type === 'STRICT_DNS' || config.type === 'LOGICAL_DNS') {
       this.ready = this.resolve();
@@ -74,6 +74,17 @@ export class Cluster {
     }
   }
 
+  /** A host for an endpoint, with the transport socket its metadata selects. */
+  private hostFor(e: EndpointConfig, address: string, hostname: string): Host {
+    const m = socketMatchFor(this.config, e.socketMatch);
+    // Only clusters with transport_socket_matches publish <match>.total_match_count (fewer series to scrape).
+    if (this.config.socketMatches.length) this.stats.matchCount(m.name).inc();
+    return new Host(address, e.address.port, {
+      hostname, weight: e.weight, priority: e.priority, zone: e.zone, region: e.region, subZone: e.subZone,
+      localityWeight: e.localityWeight, degraded: e.degraded, healthy: e.healthy, tls: m.tls,
+    });
+  }
+
   private lbPolicy(): LbPolicy {
     const p = this.config.lbPolicy;
     return p === 'LEAST_REQUEST' || p === 'RANDOM' ? p : 'ROUND_ROBIN';
@@ -83,7 +94,7 @@ export class Cluster {
     const keep = new Set<Host>();
     const next: Host[] = [];
     for (const h of hosts) {
-      const key = `${h.hostPort}|${h.priority}|${h.weight}`;
+      const key = `${h.hostPort}|${h.priority}|${h.weight}|${h.tls ? this.config.socketMatches.findIndex((t) => t.tls === h.tls) : -2}`;
       const existing = this.byKey.get(key);
       const host = existing ?? h;
       if (!existing) this.byKey.set(key, h);
@@ -169,7 +180,7 @@ export class Cluster {
         }
       }
       for (const a of addresses) {
-        hosts.push(hostFor(e, a, e.hostname || e.address.address));
+        hosts.push(this.hostFor(e, a, e.hostname || e.address.address));
       }
     }
     if (this.closed) return;
@@ -195,7 +206,9 @@ export class Cluster {
     const key = `${address}|${port}`;
     let host = this.byKey.get(key);
     if (!host) {
-      host = new Host(address, port);
+      const m = socketMatchFor(this.config, undefined);
+      if (this.config.socketMatches.length) this.stats.matchCount(m.name).inc();
+      host = new Host(address, port, { tls: m.tls });
       this.byKey.set(key, host);
       this.hostSet = new HostSet([...this.byKey.values()], 'ROUND_ROBIN');
       this.outlier?.setHosts(this.hostSet.hosts);
@@ -221,7 +234,7 @@ export class Cluster {
    * Envoy keys connection pools by transport socket options.
    */
   httpPool(host: Host, http2: boolean, alpn?: readonly string[]): UpstreamDispatcher {
-    const override = alpn && alpn.length && this.config.tls ? alpn : undefined;
+    const override = alpn && alpn.length && host.tls ? alpn : undefined;
     const kind = override ? `${http2 ? 'h2' : 'h1'}|${override.join(',')}` : http2 ? 'h2' : 'h1';
     let pools = host.pools;
     const existing = pools?.get(kind) as UpstreamDispatcher | undefined;
@@ -238,8 +251,9 @@ export class Cluster {
     return new H1Pool({
       address: host.address,
       port: host.port,
-      tls: cfg.tls,
+      tls: host.tls,
       alpnOverride,
+      sslStats: stats.ssl,
       connectTimeoutMs: cfg.connectTimeoutMs,
       idleTimeoutMs: cfg.idleTimeoutMs,
       maxConnections: cfg.perHostMaxConnections,
@@ -254,7 +268,7 @@ export class Cluster {
 
   private undiciPool(host: Host, alpnOverride?: readonly string[]): Pool {
     const cfg = this.config;
-    const tls = cfg.tls;
+    const tls = host.tls;
     const origin = `${tls ? 'https' : 'http'}://${host.hostPort}`;
     const breakers = this.breakers;
     const pool = new Pool(origin, {
@@ -272,7 +286,7 @@ export class Cluster {
       // undici 8 reads useH2c at the top level (its typings place it in h2Options): prior-knowledge h2c.
       ...({ useH2c: !tls } as object),
       h2Options: { maxConcurrentStreams: Math.min(cfg.maxConcurrentStreams, 1000), connectionWindowSize: 16 << 20, settings: { initialWindowSize: 4 << 20 } },
-      connect: tls ? upstreamTlsOptions(tls, ['h2'], alpnOverride) : undefined,
+      connect: tls ? undiciTlsConnector(tls, ['h2'], this.stats.ssl, alpnOverride) : undefined,
     });
     pool.on('connect', () => { this.stats.cxTotal.inc(); this.stats.cxActive.inc(); host.cxTotal++; host.cxActive++; breakers.connections.inc(); });
     pool.on('disconnect', () => { this.stats.cxActive.dec(); host.cxActive--; breakers.connections.dec(); });
@@ -283,7 +297,7 @@ export class Cluster {
   /** EDS: new endpoints. Hosts that stay keep their pools, health and outlier state. */
   setLoadAssignment(endpoints: readonly EndpointConfig[]): void {
     if (this.closed) return;
-    this.setHosts(endpoints.map((e) => hostFor(e, e.address.address, e.hostname)));
+    this.setHosts(endpoints.map((e) => this.hostFor(e, e.address.address, e.hostname)));
     this.warm = true;
     this.markReady?.();
   }
@@ -298,12 +312,7 @@ export class Cluster {
   }
 }
 
-function hostFor(e: EndpointConfig, address: string, hostname: string): Host {
-  return new Host(address, e.address.port, {
-    hostname, weight: e.weight, priority: e.priority, zone: e.zone, region: e.region, subZone: e.subZone,
-    localityWeight: e.localityWeight, degraded: e.degraded, healthy: e.healthy,
-  });
-}
+
 
 /** What the router dispatches an upstream HTTP request to. */
 export interface UpstreamDispatcher {

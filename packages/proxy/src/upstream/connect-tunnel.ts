@@ -18,10 +18,10 @@ function sessionFor(cluster: Cluster, host: Host): ClientHttp2Session {
   const pools = host.pools ?? (host.pools = new Map());
   const existing = pools.get(SESSION_KEY) as TunnelSession | undefined;
   if (existing?.usable) return existing.session;
-  const tls = cluster.config.tls;
+  const tls = host.tls;
   const session = tls
     ? h2connect(`https://${host.hostPort}`, {
-      createConnection: () => connectUpstreamTls(tls, host.address, host.port, ['h2']),
+      createConnection: () => connectUpstreamTls(tls, host.address, host.port, ['h2'], cluster.stats.ssl),
       settings: { initialWindowSize: 4 << 20 }, maxSessionMemory: 64,
     })
     : h2connect(`http://${host.hostPort}`, { settings: { initialWindowSize: 4 << 20 }, maxSessionMemory: 64 });

@@ -5,6 +5,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { ChunkedDecoder, findHeadEnd, parseHead, serializeHeaders, type Head, type Headers } from '../http/h1/parse.ts';
 import type { UpstreamTls } from '../tls/context.ts';
 import { connectUpstreamTls } from '../tls/upstream-connect.ts';
+import type { SslStats } from '../tls/ssl-stats.ts';
 import type { CircuitBreakers } from './circuit-breaker.ts';
 import type { ClusterStats } from './cluster-stats.ts';
 
@@ -14,6 +15,7 @@ export interface H1PoolOptions {
   readonly tls: UpstreamTls | undefined;
   /** ALPN offered instead of the TLS context's (Istio's ALPN filter); pools are keyed by it. */
   readonly alpnOverride?: readonly string[];
+  readonly sslStats: SslStats | undefined;
   readonly connectTimeoutMs: number;
   readonly idleTimeoutMs: number;
   /** per_host_thresholds max_connections (Infinity when unset). */
@@ -253,7 +255,7 @@ class H1ClientConnection {
     this.pool = pool;
     const o = pool.opts;
     this.socket = o.tls
-      ? connectUpstreamTls(o.tls, o.address, o.port, ['http/1.1'], o.alpnOverride)
+      ? connectUpstreamTls(o.tls, o.address, o.port, ['http/1.1'], o.sslStats, o.alpnOverride)
       : netConnect({ host: o.address, port: o.port, noDelay: true });
     const socket = this.socket;
     this.call = first;

@@ -1,5 +1,6 @@
 import { formatHostPort } from '../config/address.ts';
 import type { HostOutlier } from './outlier.ts';
+import type { UpstreamTls } from '../tls/context.ts';
 
 let healthEpoch = 0;
 
@@ -22,6 +23,8 @@ export class Host {
   /** EDS health_status DEGRADED: used only when healthy hosts run short. */
   readonly degraded: boolean;
   readonly hostPort: string;
+  /** The transport socket chosen for this endpoint (transport_socket_matches, else the cluster's); undefined = plaintext. */
+  readonly tls: UpstreamTls | undefined;
   private isHealthy: boolean;
   private isEjected = false;
   /** Outlier detection state (only in clusters that configure it). */
@@ -43,7 +46,7 @@ export class Host {
   pools: Map<string, { close(): Promise<void> | void }> | undefined;
 
   constructor(address: string, port: number, opts: { hostname?: string; weight?: number; priority?: number; zone?: string; region?: string; subZone?: string;
-    localityWeight?: number; degraded?: boolean; healthy?: boolean } = {}) {
+    localityWeight?: number; degraded?: boolean; healthy?: boolean; tls?: UpstreamTls } = {}) {
     this.address = address;
     this.port = port;
     this.hostname = opts.hostname ?? '';
@@ -56,6 +59,7 @@ export class Host {
     this.degraded = opts.degraded ?? false;
     this.isHealthy = opts.healthy ?? true;
     this.hostPort = formatHostPort(address, port);
+    this.tls = opts.tls;
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Client } from 'undici';
 import type { ClusterManager } from './manager.ts';
-import { upstreamTlsOptions } from '../tls/upstream-connect.ts';
+import { undiciTlsConnector } from '../tls/upstream-connect.ts';
 
 export interface FetchResult { readonly status: number; readonly body: string }
 
@@ -16,9 +16,9 @@ export async function fetchViaCluster(clusters: ClusterManager | undefined, clus
   const host = cluster.pick(undefined);
   if (!host) throw new Error(`no healthy host in cluster ${clusterName}`);
   const url = new URL(uri);
-  const tls = cluster.config.tls;
+  const tls = host.tls;
   const client = new Client(`${tls ? 'https' : 'http'}://${host.hostPort}`, {
-    connect: tls ? upstreamTlsOptions(tls, ['http/1.1']) : undefined,
+    connect: tls ? undiciTlsConnector(tls, ['http/1.1'], cluster.stats.ssl) : undefined,
     headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs,
   });
   cluster.stats.rqTotal.inc();

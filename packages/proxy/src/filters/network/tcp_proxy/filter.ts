@@ -103,7 +103,7 @@ export class TcpProxy {
     }
     const upstream = connectHost(cluster, host);
     let up = false;
-    upstream.once(cluster.config.tls ? 'secureConnect' : 'connect', () => { up = true; onUp(upstream); });
+    upstream.once(host.tls ? 'secureConnect' : 'connect', () => { up = true; onUp(upstream); });
     upstream.once('error', (err) => { if (!up) onFail(err); });
   }
 
