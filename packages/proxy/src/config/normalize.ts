@@ -37,6 +37,8 @@ export function normalizeKeys(value: unknown, parentKey = ''): unknown {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     const key = keepKeys ? k : toSnakeKey(k);
+    // transport_socket_matches[].match is a Struct compared with endpoint metadata (kept verbatim too).
+    if (parentKey === 'transport_socket_matches' && key === 'match') { out[key] = v; continue; }
     // Values of a map keep their own shape: a map's value is normalised as a message.
     out[key] = normalizeKeys(v, keepKeys ? '' : key);
   }
