@@ -5,7 +5,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startControlPlane, adsBootstrap, type RunningControlPlane } from './lib/controlplane.ts';
 import { cleanup, freePort, startProxy, type Json, type RunningProxy } from './lib/proxy.ts';
-import { startHttpBackend, type Backend } from './lib/backends.ts';
+import { makeCert, startHttpBackend, type Backend, type TestCert } from './lib/backends.ts';
+import { connect as tlsConnect } from 'node:tls';
 import { hasResponses, parseResponses, rawExchange, request, run, sleep } from './lib/client.ts';
 import { T } from './lib/config.ts';
 
@@ -222,5 +223,35 @@ describe('initial_fetch_timeout: with no control plane the proxy goes live after
     proxy = await startProxy(() => b);
     assert.ok(Date.now() - t0 >= 900, 'not before the timeout');
     assert.equal(await proxy.stat('control_plane.connected_state'), 0);
+  });
+});
+
+describe('SDS over ADS: a listener certificate named by sds_config {ads: {}} is subscribed to, served and rotated', () => {
+  let cp: RunningControlPlane, proxy: RunningProxy, a: Backend, port: number, c1: TestCert, c2: TestCert;
+  const SECRET = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret';
+  const secret = (c: TestCert): Json => ({ '@type': SECRET, name: 'server-cert', tls_certificate: { certificate_chain: { inline_string: c.cert }, private_key: { inline_string: c.key } } });
+  before(async () => {
+    a = await startHttpBackend('a');
+    c1 = await makeCert('one.example');
+    c2 = await makeCert('two.example');
+    port = await freePort();
+    const l = listenerRes('tls', port, 'r1');
+    (l.filter_chains as Json[])[0].transport_socket = { name: 'envoy.transport_sockets.tls', typed_config: {
+      '@type': T.downstreamTls, common_tls_context: { tls_certificate_sds_secret_configs: [{ name: 'server-cert', sds_config: { ads: {}, resource_api_version: 'V3' } }] },
+    } };
+    cp = await startControlPlane({ all: [edsCluster('backend'), cla('backend', [a.port]), l, routeRes('r1', 'backend')], secrets: [secret(c1)] });
+    proxy = await startProxy(() => adsBootstrap(cp.port, true));
+  });
+  after(() => cleanup(() => proxy?.stop(), () => cp?.stop(), () => a?.close(), () => c1?.remove(), () => c2?.remove()));
+
+  const servedCn = (): Promise<string> => new Promise((resolve, reject) => {
+    const s = tlsConnect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => { resolve(String(s.getPeerCertificate().subject?.CN)); s.destroy(); });
+    s.on('error', reject);
+  });
+
+  test('the secret pushed over ADS is the listener certificate, and a new version rotates it', async () => {
+    await eventually('the first certificate', async () => (await servedCn()) === 'one.example');
+    cp.write('secrets', [secret(c2)]);
+    await eventually('the rotated certificate', async () => (await servedCn()) === 'two.example');
   });
 });

@@ -49,6 +49,8 @@ export class DynamicConfig implements XdsHandler {
   readonly warmingListeners = new Map<string, { tracked: TrackedResource; config: ListenerConfig; routes: readonly string[] }>();
   /** RDS names each listener (active or warming) uses. */
   private readonly listenerRoutes = new Map<string, readonly string[]>();
+  /** SDS secret names (config source `ads`) each listener / cluster names, by resource name. */
+  private readonly adsSecrets = new Map<string, readonly string[]>();
   readonly secrets = new Map<string, TrackedResource>();
   readonly extensions = new Map<string, TrackedResource>();
   readonly errors = new Map<string, Map<string, ErrorState>>();
@@ -100,6 +102,11 @@ export class DynamicConfig implements XdsHandler {
         for (const list of this.listenerRoutes.values()) for (const n of list) names.add(n);
         return { wildcard: false, names };
       }
+      case TYPE_URL.secret: {
+        const names = new Set<string>();
+        for (const list of this.adsSecrets.values()) for (const n of list) names.add(n);
+        return { wildcard: false, names };
+      }
       default: return { wildcard: false, names: NO_NAMES };
     }
   }
@@ -149,6 +156,7 @@ export class DynamicConfig implements XdsHandler {
         continue;
       }
       this.accepted(u.typeUrl, r.name);
+      this.adsSecrets.set(`cluster/${r.name}`, adsSecretNames(r.json));
       const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, text };
       const cla = cluster.config.type === 'EDS' ? this.endpoints.get(cluster.config.edsServiceName) : undefined;
       if (cla) cluster.setLoadAssignment(cla.endpoints);
@@ -162,6 +170,7 @@ export class DynamicConfig implements XdsHandler {
       if (this.staticClusters.has(name)) continue;
       this.warmingClusters.get(name)?.cluster.close();
       this.warmingClusters.delete(name);
+      this.adsSecrets.delete(`cluster/${name}`);
       if (this.activeClusters.delete(name)) this.clusters.remove(name);
     }
     this.publishClusterGauges();
@@ -231,6 +240,7 @@ export class DynamicConfig implements XdsHandler {
       const routes = rdsNames(r.json);
       const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, text };
       this.listenerRoutes.set(r.name, routes);
+      this.adsSecrets.set(`listener/${r.name}`, adsSecretNames(r.json));
       this.warmingListeners.set(r.name, { tracked, config, routes });
     }
     const removed = u.full ? [...this.activeListeners.keys(), ...this.warmingListeners.keys()].filter((n) => !seen.has(n)) : u.removed;
@@ -238,6 +248,7 @@ export class DynamicConfig implements XdsHandler {
       if (this.staticListeners.has(name)) continue;
       this.warmingListeners.delete(name);
       this.listenerRoutes.delete(name);
+      this.adsSecrets.delete(`listener/${name}`);
       if (this.activeListeners.delete(name)) this.listeners.remove(name);
     }
     this.promoteListeners();
@@ -305,6 +316,17 @@ export class DynamicConfig implements XdsHandler {
   /** The first response of the type arrived (even an empty one). */
   private sawCds = false;
   private sawLds = false;
+}
+
+/** Secret names a listener or cluster asks SDS for over ADS (`sds_config: {ads: {}}`). */
+function adsSecretNames(json: unknown, out: string[] = []): string[] {
+  if (Array.isArray(json)) { for (const x of json) adsSecretNames(x, out); return out; }
+  if (json === null || typeof json !== 'object') return out;
+  const o = json as Json;
+  const sds = o.sds_config as Json | undefined;
+  if (sds && sds.ads !== undefined && typeof o.name === 'string' && !out.includes(o.name)) out.push(o.name);
+  for (const v of Object.values(o)) if (v !== null && typeof v === 'object') adsSecretNames(v, out);
+  return out;
 }
 
 /** The RDS route_config_names an (already decoded) Listener uses. */
