@@ -6,8 +6,7 @@
  */
 import { decodeDeltaRequest, encodeDeltaResponse, type DeltaResource } from '@skua/proxy/xds/discovery.ts';
 import { setVersion } from './resources.ts';
-import type { ResourceView } from './snapshot.ts';
-import type { StreamEvents } from './events.ts';
+import { StreamBase } from './stream-base.ts';
 
 interface DeltaSub {
   wildcard: boolean;
@@ -17,23 +16,12 @@ interface DeltaSub {
   nonce: string;
 }
 
-export class DeltaStream {
-  private readonly view: ResourceView;
-  private readonly send: (b: Buffer) => void;
-  private readonly events: StreamEvents;
+export class DeltaStream extends StreamBase {
   private readonly subs = new Map<string, DeltaSub>();
-  nodeId = '';
-  private nonceSeq = 0;
-
-  constructor(view: ResourceView, send: (b: Buffer) => void, events: StreamEvents) {
-    this.view = view;
-    this.send = send;
-    this.events = events;
-  }
 
   onRequest(bytes: Buffer): void {
     const req = decodeDeltaRequest(bytes);
-    if (req.node?.id !== undefined && this.nodeId === '') { this.nodeId = String(req.node.id); this.events.connected(this.nodeId, req.node); }
+    this.noteNode(req.node);
     let sub = this.subs.get(req.type_url);
     if (req.response_nonce !== '') {
       if (req.error_detail && req.error_detail.message) this.events.nack(this.nodeId, req.type_url, '', req.error_detail.message);
@@ -82,7 +70,7 @@ export class DeltaStream {
     }
     // A wildcard subscriber gets an answer on its first request even when empty, so it can finish initialising.
     if (out.length === 0 && removed.length === 0 && !(first && sub.wildcard)) return;
-    sub.nonce = String(++this.nonceSeq);
+    sub.nonce = this.nextNonce();
     this.events.sent(this.nodeId, typeUrl, out.length);
     this.send(encodeDeltaResponse({
       system_version_info: setVersion(all.values()), resources: out, type_url: typeUrl, nonce: sub.nonce, removed_resources: removed,

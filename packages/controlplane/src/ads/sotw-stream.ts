@@ -6,8 +6,7 @@
 import { encodeSotwResponse, decodeSotwRequest } from '@skua/proxy/xds/discovery.ts';
 import { SOTW_FULL_STATE } from '@skua/proxy/xds/types.ts';
 import { setVersion, type CpResource } from './resources.ts';
-import type { ResourceView } from './snapshot.ts';
-import type { StreamEvents } from './events.ts';
+import { StreamBase } from './stream-base.ts';
 
 interface TypeSub {
   wildcard: boolean;
@@ -16,23 +15,12 @@ interface TypeSub {
   nonce: string;
 }
 
-export class SotwStream {
-  private readonly view: ResourceView;
-  private readonly send: (b: Buffer) => void;
-  private readonly events: StreamEvents;
+export class SotwStream extends StreamBase {
   private readonly subs = new Map<string, TypeSub>();
-  nodeId = '';
-  private nonceSeq = 0;
-
-  constructor(view: ResourceView, send: (b: Buffer) => void, events: StreamEvents) {
-    this.view = view;
-    this.send = send;
-    this.events = events;
-  }
 
   onRequest(bytes: Buffer): void {
     const req = decodeSotwRequest(bytes);
-    if (req.node?.id !== undefined && this.nodeId === '') { this.nodeId = String(req.node.id); this.events.connected(this.nodeId, req.node); }
+    this.noteNode(req.node);
     let sub = this.subs.get(req.type_url);
     if (sub && req.response_nonce !== '' && req.response_nonce !== sub.nonce) return; // stale
     if (req.error_detail && req.error_detail.message) this.events.nack(this.nodeId, req.type_url, req.version_info, req.error_detail.message);
@@ -68,7 +56,7 @@ export class SotwStream {
     // Named types with nothing to say: Envoy waits (an empty response would not remove anything).
     if (!SOTW_FULL_STATE.has(typeUrl) && !sub.wildcard && list.length === 0 && sub.sentVersion === '') return;
     sub.sentVersion = version;
-    sub.nonce = String(++this.nonceSeq);
+    sub.nonce = this.nextNonce();
     this.events.sent(this.nodeId, typeUrl, list.length);
     this.send(encodeSotwResponse({ version_info: version, resources: list.map((r) => r.any), type_url: typeUrl, nonce: sub.nonce }));
   }

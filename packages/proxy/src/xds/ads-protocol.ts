@@ -61,11 +61,12 @@ function decodeAll(typeUrl: string, items: ReadonlyArray<{ name?: string; versio
   return out;
 }
 
-export class SotwProtocol implements AdsProtocol {
-  private readonly handler: XdsHandler;
-  private readonly states: Map<string, TypeState>;
+/** What both wire protocols share: the handler, per-type state, and the node sent once per stream. */
+abstract class ProtocolBase {
+  protected readonly handler: XdsHandler;
+  protected readonly states: Map<string, TypeState>;
+  protected readonly events: ProtocolEvents;
   private readonly node: Json;
-  private readonly events: ProtocolEvents;
   private nodeSent = false;
 
   constructor(handler: XdsHandler, states: Map<string, TypeState>, node: Json, events: ProtocolEvents) {
@@ -73,18 +74,34 @@ export class SotwProtocol implements AdsProtocol {
     this.states = states;
     this.node = node;
     this.events = events;
+    // A new stream: nothing is subscribed on it yet, and old nonces mean nothing.
     for (const s of states.values()) { s.started = false; s.nonce = ''; }
+  }
+
+  /** The node goes on the first request of each stream only (set_node_on_first_message_only). */
+  protected nodeOnce(): Json | undefined {
+    const node = this.nodeSent ? undefined : this.node;
+    this.nodeSent = true;
+    return node;
+  }
+
+  protected stateOf(typeUrl: string): TypeState {
+    let s = this.states.get(typeUrl);
+    if (!s) { s = newTypeState(); this.states.set(typeUrl, s); }
+    return s;
   }
 
   open(): Buffer[] {
     return this.resubscribe();
   }
 
+  abstract resubscribe(): Buffer[];
+}
+
+export class SotwProtocol extends ProtocolBase implements AdsProtocol {
   private request(typeUrl: string, s: TypeState, names: readonly string[], error?: string): Buffer {
-    const node = this.nodeSent ? undefined : this.node;
-    this.nodeSent = true;
     return encodeSotwRequest({
-      version_info: s.version, node, resource_names: names, type_url: typeUrl, response_nonce: s.nonce,
+      version_info: s.version, node: this.nodeOnce(), resource_names: names, type_url: typeUrl, response_nonce: s.nonce,
       error_detail: error === undefined ? undefined : { code: INVALID_ARGUMENT, message: error },
     });
   }
@@ -104,12 +121,6 @@ export class SotwProtocol implements AdsProtocol {
     return out;
   }
 
-  private stateOf(typeUrl: string): TypeState {
-    let s = this.states.get(typeUrl);
-    if (!s) { s = newTypeState(); this.states.set(typeUrl, s); }
-    return s;
-  }
-
   onResponse(bytes: Buffer): Buffer[] {
     const r = decodeSotwResponse(bytes);
     const s = this.stateOf(r.type_url);
@@ -125,31 +136,7 @@ export class SotwProtocol implements AdsProtocol {
   }
 }
 
-export class DeltaProtocol implements AdsProtocol {
-  private readonly handler: XdsHandler;
-  private readonly states: Map<string, TypeState>;
-  private readonly node: Json;
-  private readonly events: ProtocolEvents;
-  private nodeSent = false;
-
-  constructor(handler: XdsHandler, states: Map<string, TypeState>, node: Json, events: ProtocolEvents) {
-    this.handler = handler;
-    this.states = states;
-    this.node = node;
-    this.events = events;
-    for (const s of states.values()) { s.started = false; s.nonce = ''; }
-  }
-
-  open(): Buffer[] {
-    return this.resubscribe();
-  }
-
-  private nodeOnce(): Json | undefined {
-    const node = this.nodeSent ? undefined : this.node;
-    this.nodeSent = true;
-    return node;
-  }
-
+export class DeltaProtocol extends ProtocolBase implements AdsProtocol {
   resubscribe(): Buffer[] {
     const out: Buffer[] = [];
     for (const typeUrl of SUBSCRIBE_ORDER) {
@@ -179,12 +166,6 @@ export class DeltaProtocol implements AdsProtocol {
       }));
     }
     return out;
-  }
-
-  private stateOf(typeUrl: string): TypeState {
-    let s = this.states.get(typeUrl);
-    if (!s) { s = newTypeState(); this.states.set(typeUrl, s); }
-    return s;
   }
 
   onResponse(bytes: Buffer): Buffer[] {
