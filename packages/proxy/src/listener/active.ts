@@ -13,6 +13,9 @@ import { chainError, SslStats, verifyPeer } from '../tls/ssl-stats.ts';
 import { originalDestination, available as sockoptAvailable } from '../sys/sockopt.ts';
 import { log } from '../core/log.ts';
 import type { LiveNetworkFilter } from '../filters/network/types.ts';
+import { registerInternalListener, unregisterInternalListener, type InternalAccept, type InternalConnectMeta } from './internal.ts';
+import type { InternalSocket } from './internal-socket.ts';
+import { restoreInternalAddresses, type RestoredAddresses } from './internal-dst.ts';
 
 type Terminal = HttpConnectionManager | TcpProxy;
 
@@ -77,7 +80,16 @@ export class ActiveListener {
     return c;
   }
 
+  /** Set while an internal listener is registered (so close() removes exactly this registration). */
+  private internalAccept: InternalAccept | undefined;
+
   listen(reusePort: boolean): Promise<void> {
+    if (this.config.internal) {
+      // No socket: the listener is reachable by name from envoy_internal_address endpoints.
+      this.internalAccept = (socket, meta) => this.acceptInternal(socket, meta);
+      registerInternalListener(this.config.name, this.internalAccept);
+      return Promise.resolve();
+    }
     const server = createServer({ allowHalfOpen: true, noDelay: true, pauseOnConnect: true }, (s) => this.accept(s));
     this.server = server;
     return new Promise((resolve, reject) => {
@@ -110,6 +122,18 @@ export class ActiveListener {
     this.inspect(socket, dst);
   }
 
+  /** A connection from an internal upstream: listener filters read what the upstream side passed along. */
+  acceptInternal(socket: InternalSocket, meta: InternalConnectMeta): void {
+    const stats = this.stats;
+    stats.cxTotal.inc();
+    stats.cxActive.inc();
+    const s = socket as unknown as Socket;
+    s.once('close', () => stats.cxActive.dec());
+    s.on('error', () => { /* reported by the filter that owns the socket */ });
+    const restored = restoreInternalAddresses(this.config, socket, meta);
+    this.inspect(s, restored.local, restored);
+  }
+
   /** A connection handed over by a use_original_dst listener (Envoy's virtualOutbound → per-port listener). */
   handOff(socket: Socket, dst: { address: string; port: number }): void {
     this.stats.cxTotal.inc();
@@ -118,16 +142,17 @@ export class ActiveListener {
     this.inspect(socket, dst);
   }
 
-  private inspect(socket: Socket, dst: { address: string; port: number }): void {
+  private inspect(socket: Socket, dst: { address: string; port: number }, internal?: RestoredAddresses): void {
+    const source = internal ? internal.remote : { address: stripMapped(socket.remoteAddress ?? ''), port: socket.remotePort ?? 0 };
     const facts: ConnectionFacts = {
       destinationIp: stripMapped(dst.address), destinationPort: dst.port,
-      directSourceIp: stripMapped(socket.remoteAddress ?? ''), sourceIp: stripMapped(socket.remoteAddress ?? ''), sourcePort: socket.remotePort ?? 0,
+      directSourceIp: source.address, sourceIp: source.address, sourcePort: source.port,
       serverName: '', transportProtocol: '', applicationProtocols: [],
     };
     const port = dst.port;
     const tlsInspector = this.config.tlsInspector !== undefined && !this.config.tlsInspector(port);
     const httpInspector = this.config.httpInspector !== undefined && !this.config.httpInspector(port);
-    if (!tlsInspector && !httpInspector) return this.dispatch(socket, facts, dst);
+    if (!tlsInspector && !httpInspector) return this.dispatch(socket, facts, dst, internal);
     peek(socket, (bytes) => {
       const hello = tlsInspector ? parseClientHello(bytes) : undefined;
       if (hello && hello.state === 'need-more') return false;
@@ -148,11 +173,11 @@ export class ActiveListener {
           else if (/^[A-Z]+ \S+ HTTP\/1\.[01]\r\n/.test(bytes.toString('latin1', 0, Math.min(bytes.length, 4096)).split('\n')[0] + '\n')) facts.applicationProtocols = ['http/1.1'];
         }
       }
-      this.dispatch(socket, facts, dst);
+      this.dispatch(socket, facts, dst, internal);
     });
   }
 
-  private dispatch(socket: Socket, facts: ConnectionFacts, dst: { address: string; port: number }): void {
+  private dispatch(socket: Socket, facts: ConnectionFacts, dst: { address: string; port: number }, internal: RestoredAddresses | undefined): void {
     const chain = this.config.chains.select(facts);
     if (!chain) {
       this.stats.noChain.inc();
@@ -163,15 +188,16 @@ export class ActiveListener {
     const live = this.liveChain(chain);
     const base = {
       id: nextConnectionId(),
-      remoteAddress: stripMapped(socket.remoteAddress ?? ''),
-      remotePort: socket.remotePort ?? 0,
-      localAddress: stripMapped(socket.localAddress ?? ''),
-      localPort: socket.localPort ?? 0,
+      remoteAddress: internal ? internal.remote.address : stripMapped(socket.remoteAddress ?? ''),
+      remotePort: internal ? internal.remote.port : socket.remotePort ?? 0,
+      localAddress: internal ? internal.local.address : stripMapped(socket.localAddress ?? ''),
+      localPort: internal ? internal.local.port : socket.localPort ?? 0,
       originalDst: { address: stripMapped(dst.address), port: dst.port },
       startTime: Date.now(),
+      dynamicMetadata: internal?.dynamicMetadata,
     };
     if (!chain.tls) {
-      const info: ConnInfo = { ...base, tls: false, serverName: facts.serverName, alpn: '', peerUriSans: NO_SANS, filterState: undefined };
+      const info: ConnInfo = { ...base, tls: false, serverName: facts.serverName, alpn: '', peerUriSans: NO_SANS, filterState: internal?.filterState };
       setConnInfo(socket, info);
       // The terminal filter starts reading (a sniffed socket must not be resumed before its codec owns it).
       runChain(live, socket, info);
@@ -210,7 +236,7 @@ export class ActiveListener {
       const verified = state.verifyPeer && peer !== undefined && peer.raw !== undefined;
       const info: ConnInfo = {
         ...base, tls: true, serverName: (secure as TLSSocket & { servername?: string }).servername || facts.serverName,
-        alpn: secure.alpnProtocol || '', peerUriSans: verified ? uriSans(peer) : NO_SANS, filterState: undefined,
+        alpn: secure.alpnProtocol || '', peerUriSans: verified ? uriSans(peer) : NO_SANS, filterState: internal?.filterState,
         localUriSans: localSans(state, secure),
         peerCertificate: verified ? peer : undefined,
       };
@@ -231,13 +257,20 @@ export class ActiveListener {
     for (const c of old) if (c.terminal instanceof HttpConnectionManager) c.terminal.drain();
   }
 
+  private unregister(): void {
+    if (this.internalAccept) unregisterInternalListener(this.config.name, this.internalAccept);
+    this.internalAccept = undefined;
+  }
+
   /** Stop accepting; existing connections drain (HTTP: GOAWAY / connection: close). */
   drain(): void {
+    this.unregister();
     this.server?.close();
     for (const c of this.live.values()) if (c.terminal instanceof HttpConnectionManager) c.terminal.drain();
   }
 
   close(): void {
+    this.unregister();
     this.server?.close();
     for (const c of this.live.values()) if (c.terminal instanceof HttpConnectionManager) c.terminal.close();
   }

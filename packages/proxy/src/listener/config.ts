@@ -12,10 +12,13 @@ import { describeTypedConfig, readTypedConfig } from '../config/typed-config.ts'
 const TLS_INSPECTOR = 'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector';
 const HTTP_INSPECTOR = 'type.googleapis.com/envoy.extensions.filters.listener.http_inspector.v3.HttpInspector';
 const ORIGINAL_DST = 'type.googleapis.com/envoy.extensions.filters.listener.original_dst.v3.OriginalDst';
+/** Istio's listener filter that restores the destination an internal upstream passed along. */
+export const SET_INTERNAL_DST = 'type.googleapis.com/istio.set_internal_dst_address.v1.Config';
 const LISTENER_FILTER_NAMES: Record<string, string> = {
   'envoy.filters.listener.tls_inspector': TLS_INSPECTOR,
   'envoy.filters.listener.http_inspector': HTTP_INSPECTOR,
   'envoy.filters.listener.original_dst': ORIGINAL_DST,
+  'istio.set_internal_dst_address': SET_INTERNAL_DST,
 };
 const NETWORK_FILTER_NAMES: Record<string, string> = {
   'envoy.filters.network.http_connection_manager': HCM_TYPE,
@@ -44,6 +47,10 @@ export interface ListenerConfig {
   readonly tlsInspector: DisabledPredicate | undefined;
   readonly httpInspector: DisabledPredicate | undefined;
   readonly originalDst: boolean;
+  /** istio.set_internal_dst_address: destination from the `tunnel` metadata or the CONNECT authority filter state. */
+  readonly setInternalDst: boolean;
+  /** internal_listener: no socket; reachable in-process by name (envoy_internal_address). */
+  readonly internal: boolean;
   readonly listenerFiltersTimeoutMs: number;
   readonly continueOnListenerFiltersTimeout: boolean;
   readonly chains: FilterChainMatcher<FilterChainConfig>;
@@ -57,23 +64,29 @@ export interface ListenerConfig {
 }
 
 export function compileListener(m: Msg, index: number): ListenerConfig {
-  for (const f of ['internal_listener', 'api_listener', 'udp_listener_config', 'additional_addresses', 'filter_chain_matcher', 'access_log', 'connection_balance_config']) {
+  for (const f of ['api_listener', 'udp_listener_config', 'additional_addresses', 'filter_chain_matcher', 'access_log', 'connection_balance_config']) {
     if (m.has(f)) throw m.error(f, 'is not supported yet');
   }
-  const address = readAddress(m.requiredMsg('address'));
   const name = m.str('name') || `listener_${index}`;
-  let tlsInspector: DisabledPredicate | undefined, httpInspector: DisabledPredicate | undefined, originalDst = false;
+  const internal = m.has('internal_listener');
+  const address = internal ? readInternalListenerAddress(m, name) : readAddress(m.requiredMsg('address'));
+  let tlsInspector: DisabledPredicate | undefined, httpInspector: DisabledPredicate | undefined, originalDst = false, setInternalDst = false;
   for (const lf of m.list('listener_filters')) {
-    const tc = lf.msg('typed_config');
-    const url = tc?.str('@type') || LISTENER_FILTER_NAMES[lf.str('name')] || '';
+    const typed = readTypedConfig(lf);
+    const tc = typed.msg;
+    const url = typed.url || LISTENER_FILTER_NAMES[lf.str('name')] || '';
     const disabled = lf.has('filter_disabled') ? compileFilterDisabled(lf.requiredMsg('filter_disabled')) : NEVER_DISABLED;
     if (url === TLS_INSPECTOR) tlsInspector = disabled;
     else if (url === HTTP_INSPECTOR) httpInspector = disabled;
     else if (url === ORIGINAL_DST) {
       if (lf.has('filter_disabled')) throw lf.error('filter_disabled', 'is not supported on original_dst');
       originalDst = true;
+    } else if (url === SET_INTERNAL_DST) {
+      if (lf.has('filter_disabled')) throw lf.error('filter_disabled', 'is not supported on set_internal_dst_address');
+      tc?.onlyFields(typed.wrapper ? [] : ['@type']);
+      setInternalDst = true;
     }
-    else throw lf.error(tc ? 'typed_config' : 'name', `unsupported listener filter ${url || lf.str('name')}`);
+    else throw lf.error(tc ? 'typed_config' : 'name', `unsupported listener filter ${describeTypedConfig(typed, lf.str('name'))}`);
   }
   const chains = m.list('filter_chains');
   const dfc = m.msg('default_filter_chain');
@@ -83,21 +96,35 @@ export function compileListener(m: Msg, index: number): ListenerConfig {
   return {
     name,
     address,
-    bindToPort: m.bool('bind_to_port', true),
+    bindToPort: !internal && m.bool('bind_to_port', true),
     useOriginalDst: m.bool('use_original_dst'),
     transparent: m.bool('transparent'),
     tlsInspector,
     httpInspector,
     originalDst,
+    setInternalDst,
+    internal,
     listenerFiltersTimeoutMs: m.durationMs('listener_filters_timeout', 15_000),
     continueOnListenerFiltersTimeout: m.bool('continue_on_listener_filters_timeout'),
     chains: compileFilterChainMatcher(compiled, defaultChain),
     chainCount: chains.length + (dfc ? 1 : 0),
     tls: compiled.some((c) => c.value.tls !== undefined) || defaultChain?.tls !== undefined,
-    statPrefix: m.str('stat_prefix') || `${address.address}_${address.port}`,
+    statPrefix: m.str('stat_prefix') || (internal ? name : `${address.address}_${address.port}`),
     direction: m.enumOf('traffic_direction', ['UNSPECIFIED', 'INBOUND', 'OUTBOUND'] as const),
     source: m.raw,
   };
+}
+
+/** An internal listener has no socket address; an envoy_internal_address, if given, must name the listener itself. */
+function readInternalListenerAddress(m: Msg, name: string): SocketAddress {
+  m.requiredMsg('internal_listener').onlyFields([]);
+  const a = m.msg('address');
+  if (a) {
+    const ia = a.msg('envoy_internal_address');
+    if (!ia) throw a.error('', 'an internal listener takes no socket address (leave address unset)');
+    if (ia.str('server_listener_name') !== name) throw ia.error('server_listener_name', `must be the listener's own name ${name}`);
+  }
+  return { address: `envoy://${name}/`, port: 0, isName: false };
 }
 
 function compileChain(m: Msg): FilterChainConfig {

@@ -19,6 +19,8 @@ export interface ConnInfo {
   readonly localUriSans?: readonly string[];
   /** The verified downstream client certificate (mutual TLS only), for XFCC. */
   readonly peerCertificate?: PeerCertificate;
+  /** Dynamic metadata the connection arrived with (internal listeners: internal_upstream passthrough_metadata). */
+  readonly dynamicMetadata?: Readonly<Record<string, unknown>>;
   readonly startTime: number;
   /** Per-connection facts filters hand to later filters (Envoy's filter state), made on first use. */
   filterState: Map<string, unknown> | undefined;
