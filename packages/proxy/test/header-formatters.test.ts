@@ -165,7 +165,7 @@ describe('header formatters: refused', () => {
   test('metadata and filter state commands', () => {
     refused('%UPSTREAM_METADATA(["istio","canonical_name"])%', /UPSTREAM_METADATA.*not supported/);
     refused('%DYNAMIC_METADATA(envoy.lb:x)%', /DYNAMIC_METADATA/);
-    refused('%FILTER_STATE(k:PLAIN)%', /FILTER_STATE/);
+    refused('%UPSTREAM_FILTER_STATE(k:PLAIN)%', /UPSTREAM_FILTER_STATE/);
   });
   test('unknown commands', () => refused('%NO_SUCH_THING%', /NO_SUCH_THING/));
   test('a stray % (Envoy: "Couldn\'t find valid command")', () => {

@@ -151,7 +151,7 @@ describe('header-ops: keys, raw_value, removal', () => {
 
 describe('header-ops: formatters', () => {
   // Supported formatters (%DOWNSTREAM_REMOTE_ADDRESS%, %REQ(x)%, %START_TIME%, ...) are covered in header-formatters.test.ts.
-  for (const value of ['%UPSTREAM_METADATA(["a","b"])%', 'a %FILTER_STATE(x:PLAIN)% b', '%NOT_A_COMMAND%']) {
+  for (const value of ['%UPSTREAM_METADATA(["a","b"])%', 'a %PER_REQUEST_STATE(x)% b', '%NOT_A_COMMAND%']) {
     test(`${value} is refused with a clear error`, () => {
       assert.throws(() => ops([opt('x-h', value)]), (err: unknown) => {
         assert.ok(err instanceof ConfigError);

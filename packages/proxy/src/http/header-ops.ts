@@ -115,7 +115,7 @@ const UPSTREAM_HOST_COMMANDS = new Set(['UPSTREAM_HOST', 'UPSTREAM_REMOTE_ADDRES
 
 /** Commands Envoy has and Skua refuses clearly (they need metadata or filter state Skua does not keep). */
 const REFUSED = new Set(['UPSTREAM_METADATA', 'DYNAMIC_METADATA', 'CLUSTER_METADATA', 'ROUTE_METADATA', 'UPSTREAM_PEER_URI_SAN',
-  'FILTER_STATE', 'PER_REQUEST_STATE', 'UPSTREAM_FILTER_STATE', 'DOWNSTREAM_PEER_URI_SAN', 'DOWNSTREAM_LOCAL_URI_SAN']);
+  'PER_REQUEST_STATE', 'UPSTREAM_FILTER_STATE']);
 
 /**
  * A header value compiled the way Envoy's HeaderParser does (a substitution format string with

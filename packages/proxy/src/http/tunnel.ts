@@ -3,13 +3,19 @@ import { connectUpstreamTls } from '../tls/upstream-connect.ts';
 import type { Duplex } from 'node:stream';
 import type { Host } from '../upstream/host.ts';
 import type { Cluster } from '../upstream/cluster.ts';
+import { connectInternalHost } from '../upstream/internal-upstream.ts';
+import type { FilterState } from '../core/filter-state.ts';
 
-/** Opens a raw TCP (or TLS, per the cluster's transport socket) connection to a host. */
-export function connectHost(cluster: Cluster, host: Host): Socket {
+/**
+ * Opens a raw TCP (or TLS, per the cluster's transport socket) connection to a host, or an
+ * in-process one to an internal listener; `filterState` (connection, then request) is what an
+ * internal_upstream transport may pass along.
+ */
+export function connectHost(cluster: Cluster, host: Host, filterState?: FilterState, requestState?: FilterState): Socket {
   const cfg = cluster.config;
   cluster.stats.cxTotal.inc();
   cluster.stats.cxActive.inc();
-  const socket = host.tls
+  const socket = host.internal ? connectInternalHost(cluster, host, filterState, requestState) : host.tls
     ? connectUpstreamTls(host.tls, host.address, host.port, [], cluster.stats.ssl)
     : netConnect({ host: host.address, port: host.port, noDelay: true, allowHalfOpen: true });
   socket.once('close', () => cluster.stats.cxActive.dec());

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { formatHostPort } from '../config/address.ts';
 import type { LogEntry } from './log-entry.ts';
 import { ConfigError } from '../core/errors.ts';
+import { parseIpPort } from '../core/filter-state.ts';
 
 /** Envoy's default access log format. */
 export const DEFAULT_FORMAT =
@@ -72,6 +73,8 @@ const SIMPLE: Record<string, CommandFn> = {
   DOWNSTREAM_LOCAL_ADDRESS_WITHOUT_PORT: (e) => e.conn.localAddress,
   DOWNSTREAM_LOCAL_PORT: (e) => e.conn.localPort,
   REQUESTED_SERVER_NAME: (e) => e.conn.serverName,
+  DOWNSTREAM_PEER_URI_SAN: (e) => e.conn.peerUriSans.join(','),
+  DOWNSTREAM_LOCAL_URI_SAN: (e) => e.conn.localUriSans?.join(','),
   CONNECTION_ID: (e) => e.conn.id,
   HOSTNAME: () => HOSTNAME,
   LOCAL_REPLY_BODY: (e) => e.localReplyBody,
@@ -84,12 +87,43 @@ const SIMPLE: Record<string, CommandFn> = {
  */
 export function compileCommand(command: string, arg: string | undefined, path: string): CommandFn | undefined {
   if (command === 'REQ' || command === 'RESP') return headerCommand(command, arg ?? '', path);
+  if (command === 'FILTER_STATE') return filterStateCommand(arg ?? '', path);
   if (command === 'START_TIME' && arg) {
     const f = compileTimeFormat(arg, path);
     return (e) => f(e.startTime);
   }
   return SIMPLE[command];
 }
+
+/** The object a request or connection has under `key`: the request's own first, then its connection's. */
+function lookupFilterState(e: LogEntry, key: string): unknown {
+  const v = e.filterState?.get(key);
+  return v !== undefined ? v : e.conn.filterState?.get(key);
+}
+
+/**
+ * %FILTER_STATE(KEY:PLAIN|TYPED)% and %FILTER_STATE(KEY:FIELD:NAME)%. Objects here serialise as
+ * strings: PLAIN is the string, TYPED (Envoy's default) its JSON form; FIELD reads `ip` / `port`
+ * of the address-valued well-known objects.
+ */
+function filterStateCommand(arg: string, path: string): CommandFn {
+  const parts = arg.split(':');
+  const key = parts[0];
+  if (!key) throw new ConfigError(path, '%FILTER_STATE()% needs a key');
+  const mode = parts[1] ?? 'TYPED';
+  if (mode === 'PLAIN' && parts.length === 2) return (e) => { const v = lookupFilterState(e, key); return v === undefined ? undefined : String(v); };
+  if (mode === 'TYPED' && parts.length <= 2) return (e) => { const v = lookupFilterState(e, key); return v === undefined ? undefined : JSON.stringify(String(v)); };
+  if (mode === 'FIELD' && parts.length === 3 && (parts[2] === 'ip' || parts[2] === 'port')) {
+    const field = parts[2];
+    return (e) => {
+      const v = lookupFilterState(e, key);
+      const a = v === undefined ? undefined : parseIpPort(String(v));
+      return a === undefined ? undefined : field === 'ip' ? a.address : a.port;
+    };
+  }
+  throw new ConfigError(path, `unsupported %FILTER_STATE(${arg})%: expected KEY, KEY:PLAIN, KEY:TYPED or KEY:FIELD:ip|port`);
+}
+
 
 /** One piece of a format string: literal text (with %% already unescaped) or a command operator. */
 export type FormatToken = string | { readonly command: string; readonly arg: string | undefined; readonly maxLength: number };

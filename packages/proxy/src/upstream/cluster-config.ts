@@ -8,6 +8,7 @@ import { compileOutlierDetection, type OutlierConfig } from './outlier.ts';
 const HTTP_PROTOCOL_OPTIONS = 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
 const HTTP_PROTOCOL_OPTIONS_URL = 'type.googleapis.com/' + HTTP_PROTOCOL_OPTIONS;
 const RAW_BUFFER_URL = 'type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer';
+export const INTERNAL_UPSTREAM_URL = 'type.googleapis.com/envoy.extensions.transport_sockets.internal_upstream.v3.InternalUpstreamTransport';
 
 export const DISCOVERY_TYPES = ['STATIC', 'STRICT_DNS', 'LOGICAL_DNS', 'EDS', 'ORIGINAL_DST'] as const;
 /** Indexed by the proto's enum numbers: 4 is reserved, so MAGLEV is 5. */
@@ -35,6 +36,20 @@ export interface EndpointConfig {
   readonly degraded: boolean;
   /** metadata.filter_metadata["envoy.transport_socket_match"]: what transport_socket_matches look at. */
   readonly socketMatch: Readonly<Record<string, unknown>> | undefined;
+  /** envoy_internal_address: connect in-process to this internal listener. */
+  readonly internal: InternalEndpoint | undefined;
+  /** LbEndpoint.metadata.filter_metadata (what internal_upstream passthrough_metadata can copy). */
+  readonly metadata: Readonly<Record<string, unknown>> | undefined;
+}
+
+export interface InternalEndpoint {
+  readonly listener: string;
+  readonly endpointId: string;
+}
+
+/** InternalUpstreamTransport: which metadata namespaces travel to the internal listener's connection. */
+export interface InternalUpstreamConfig {
+  readonly passthrough: ReadonlyArray<{ readonly kind: 'host' | 'cluster'; readonly name: string }>;
 }
 
 /** One transport_socket_matches entry: endpoints whose socket-match metadata has every `match` field use `tls`. */
@@ -91,6 +106,12 @@ export interface ClusterConfig {
   /** RING_HASH / MAGLEV settings; undefined for other policies. */
   readonly hashLb: HashLbConfig | undefined;
   readonly originalDstCleanupMs: number;
+  /** original_dst_lb_config.upstream_port_override (0: keep the destination's port). */
+  readonly upstreamPortOverride: number;
+  /** transport_socket InternalUpstreamTransport; undefined for raw/TLS transports. */
+  readonly internalUpstream: InternalUpstreamConfig | undefined;
+  /** Cluster metadata.filter_metadata. */
+  readonly metadata: Readonly<Record<string, unknown>> | undefined;
   /** The config as written, for /config_dump. */
   readonly source: Record<string, unknown>;
 }
@@ -110,7 +131,8 @@ export function compileCluster(m: Msg): ClusterConfig {
   const od = m.msg('outlier_detection');
   const odc = m.msg('original_dst_lb_config');
   const localityLb = readLocalityLb(m);
-  const tls = readTransportSocket(m.msg('transport_socket'));
+  const internalUpstream = readInternalUpstream(m.msg('transport_socket'));
+  const tls = internalUpstream ? undefined : readTransportSocket(m.msg('transport_socket'));
   const socketMatches = m.list('transport_socket_matches').map((t) => ({
     name: t.requiredStr('name'),
     match: (t.msg('match')?.raw ?? {}) as Record<string, unknown>,
@@ -121,7 +143,7 @@ export function compileCluster(m: Msg): ClusterConfig {
     type,
     lbPolicy,
     connectTimeoutMs: m.durationMs('connect_timeout', 5000),
-    endpoints: type === 'EDS' ? [] : readEndpoints(m, type),
+    endpoints: checkInternalEndpoints(m, type === 'EDS' ? [] : readEndpoints(m, type), tls !== undefined || socketMatches.length > 0, protocol.protocol),
     edsServiceName,
     dnsFamily: m.enumOf('dns_lookup_family', DNS_FAMILIES),
     dnsRefreshMs: m.durationMs('dns_refresh_rate', 5000),
@@ -141,6 +163,9 @@ export function compileCluster(m: Msg): ClusterConfig {
     localityLb,
     hashLb: compileHashLbConfig(m),
     originalDstCleanupMs: m.durationMs('cleanup_interval', 5000),
+    upstreamPortOverride: readPortOverride(odc),
+    internalUpstream,
+    metadata: readFilterMetadata(m),
     source: m.raw,
   };
 }
@@ -218,7 +243,9 @@ export function readLoadAssignment(la: Msg, type: ClusterConfig['type']): Endpoi
     for (const lbe of locality.list('lb_endpoints')) {
       if (lbe.has('endpoint_name')) throw lbe.error('endpoint_name', 'named endpoints are not supported');
       const ep = lbe.requiredMsg('endpoint');
-      const address = readAddress(ep.requiredMsg('address'), type === 'STRICT_DNS' || type === 'LOGICAL_DNS');
+      const am = ep.requiredMsg('address');
+      const internal = readInternalEndpoint(am, type);
+      const address = internal ? { address: `envoy://${internal.listener}/${internal.endpointId}`, port: 0, isName: false } : readAddress(am, type === 'STRICT_DNS' || type === 'LOGICAL_DNS');
       const health = lbe.enumOf('health_status', HEALTH);
       const socketMatch = lbe.msg('metadata')?.msg('filter_metadata')?.msg(SOCKET_MATCH_KEY)?.raw;
       out.push({
@@ -233,6 +260,8 @@ export function readLoadAssignment(la: Msg, type: ClusterConfig['type']): Endpoi
         region: loc?.str('region') ?? '',
         subZone: loc?.str('sub_zone') ?? '',
         socketMatch,
+        internal,
+        metadata: readFilterMetadata(lbe),
       });
     }
   }
@@ -287,6 +316,52 @@ export function socketMatchFor(cfg: ClusterConfig, metadata: Readonly<Record<str
 
 function sameValue(a: unknown, b: unknown): boolean {
   return a === b || (typeof a === 'object' && typeof b === 'object' && JSON.stringify(a) === JSON.stringify(b));
+}
+
+/** TLS or HTTP/2 towards an internal listener is not built: refuse it where the endpoints are known. */
+function checkInternalEndpoints(m: Msg, endpoints: EndpointConfig[], tls: boolean, protocol: UpstreamProtocol): EndpointConfig[] {
+  if (endpoints.some((e) => e.internal)) {
+    if (tls) throw m.error('transport_socket', 'TLS to internal listener endpoints is not supported');
+    if (protocol === 'http2') throw m.error('http2_protocol_options', 'HTTP/2 to internal listener endpoints is not supported yet');
+  }
+  return endpoints;
+}
+
+const PASSTHROUGH_KINDS = ['host', 'cluster'] as const;
+
+/** InternalUpstreamTransport: passthrough_metadata plus the wrapped transport (raw_buffer only here). */
+function readInternalUpstream(ts: Msg | undefined): InternalUpstreamConfig | undefined {
+  const tc = ts?.msg('typed_config');
+  if (!tc || tc.str('@type') !== INTERNAL_UPSTREAM_URL) return undefined;
+  tc.onlyFields(['@type', 'passthrough_metadata', 'transport_socket']);
+  const inner = tc.msg('transport_socket');
+  if (inner && readTransportSocket(inner) !== undefined) throw inner.error('typed_config', 'only raw_buffer can be wrapped by internal_upstream');
+  const passthrough = tc.list('passthrough_metadata').map((p) => {
+    const kind = p.requiredMsg('kind');
+    const k = PASSTHROUGH_KINDS.find((x) => kind.has(x));
+    if (!k || Object.keys(kind.raw).length !== 1) throw kind.error('', `expected one of ${PASSTHROUGH_KINDS.join(', ')} (route and request metadata do not reach a connection)`);
+    return { kind: k, name: p.requiredStr('name') };
+  });
+  return { passthrough };
+}
+
+/** envoy_internal_address endpoints: STATIC and EDS clusters only (Envoy resolves no names for them). */
+function readInternalEndpoint(a: Msg, type: ClusterConfig['type']): InternalEndpoint | undefined {
+  const ia = a.msg('envoy_internal_address');
+  if (!ia) return undefined;
+  if (type !== 'STATIC' && type !== 'EDS') throw a.error('envoy_internal_address', `internal addresses need a STATIC or EDS cluster, not ${type}`);
+  return { listener: ia.requiredStr('server_listener_name'), endpointId: ia.str('endpoint_id') };
+}
+
+function readFilterMetadata(m: Msg): Readonly<Record<string, unknown>> | undefined {
+  const fm = m.msg('metadata')?.msg('filter_metadata');
+  return fm ? fm.raw : undefined;
+}
+
+function readPortOverride(odc: Msg | undefined): number {
+  const p = odc?.num('upstream_port_override', 0) ?? 0;
+  if (!Number.isInteger(p) || p < 0 || p > 65535) throw odc!.error('upstream_port_override', `invalid port ${p}`);
+  return p;
 }
 
 function readTransportSocket(ts: Msg | undefined): UpstreamTls | undefined {

@@ -13,6 +13,8 @@ import { CircuitBreakers } from './circuit-breaker.ts';
 import { OutlierDetector, OutlierStats, type UpstreamResultCode } from './outlier.ts';
 import type { StatsStore } from '../stats/store.ts';
 import { log } from '../core/log.ts';
+import { filterStateString, parseIpPort, ORIGINAL_DST_ADDRESS_KEY, type FilterState } from '../core/filter-state.ts';
+import { connectInternalHost } from './internal-upstream.ts';
 
 /** What a pick may depend on: the downstream connection's original destination, a header. */
 export interface PickContext {
@@ -24,6 +26,8 @@ export interface PickContext {
   hash?: bigint;
   /** Retry host-selection attempt: hash balancers walk to another host per attempt. */
   attempt?: number;
+  /** Filter state: ORIGINAL_DST honours `envoy.network.transport_socket.original_dst_address` first. */
+  filterState?: FilterState;
 }
 
 /**
@@ -81,7 +85,7 @@ export class Cluster {
     if (this.config.socketMatches.length) this.stats.matchCount(m.name).inc();
     return new Host(address, e.address.port, {
       hostname, weight: e.weight, priority: e.priority, zone: e.zone, region: e.region, subZone: e.subZone,
-      localityWeight: e.localityWeight, degraded: e.degraded, healthy: e.healthy, tls: m.tls,
+      localityWeight: e.localityWeight, degraded: e.degraded, healthy: e.healthy, tls: m.tls, internal: e.internal, metadata: e.metadata,
     });
   }
 
@@ -195,7 +199,11 @@ export class Cluster {
 
   private originalDstHost(ctx: PickContext | undefined): Host | undefined {
     let address: string | undefined, port = 0;
-    if (this.config.useHttpHeader && ctx?.originalDstHeader) {
+    const override = ctx?.filterState ? parseIpPort(filterStateString(ctx.filterState, ORIGINAL_DST_ADDRESS_KEY) ?? '') : undefined;
+    if (override) {
+      address = override.address;
+      port = override.port;
+    } else if (this.config.useHttpHeader && ctx?.originalDstHeader) {
       const hp = parseHostPort(ctx.originalDstHeader);
       if (hp) { address = hp.address; port = hp.port; }
     } else if (ctx?.originalDst) {
@@ -203,6 +211,7 @@ export class Cluster {
       port = ctx.originalDst.port;
     }
     if (!address) return undefined;
+    if (this.config.upstreamPortOverride) port = this.config.upstreamPortOverride;
     const key = `${address}|${port}`;
     let host = this.byKey.get(key);
     if (!host) {
@@ -240,7 +249,8 @@ export class Cluster {
     const existing = pools?.get(kind) as UpstreamDispatcher | undefined;
     if (existing) return existing;
     if (!pools) pools = host.pools = new Map();
-    const pool = http2 ? new UndiciDispatcher(this.undiciPool(host, override)) : this.h1Pool(host, override);
+    // undici cannot run over an in-process socket: internal endpoints always get the HTTP/1.1 pool.
+    const pool = http2 && !host.internal ? new UndiciDispatcher(this.undiciPool(host, override)) : this.h1Pool(host, override);
     pools.set(kind, pool);
     return pool;
   }
@@ -249,6 +259,8 @@ export class Cluster {
     const cfg = this.config;
     const stats = this.stats;
     return new H1Pool({
+      // Pooled HTTP connections carry the endpoint's passthrough metadata only; per-request filter state would split the pool.
+      connect: host.internal ? () => connectInternalHost(this, host, undefined) : undefined,
       address: host.address,
       port: host.port,
       tls: host.tls,

@@ -3,6 +3,7 @@ import { connectUpstreamTls } from '../tls/upstream-connect.ts';
 import type { Duplex } from 'node:stream';
 import type { Cluster } from './cluster.ts';
 import type { Host } from './host.ts';
+import { connectInternalHost } from './internal-upstream.ts';
 
 const SESSION_KEY = 'h2-connect';
 
@@ -19,7 +20,9 @@ function sessionFor(cluster: Cluster, host: Host): ClientHttp2Session {
   const existing = pools.get(SESSION_KEY) as TunnelSession | undefined;
   if (existing?.usable) return existing.session;
   const tls = host.tls;
-  const session = tls
+  const session = host.internal
+    ? h2connect('http://internal', { createConnection: () => connectInternalHost(cluster, host, undefined), settings: { initialWindowSize: 4 << 20 }, maxSessionMemory: 64 })
+    : tls
     ? h2connect(`https://${host.hostPort}`, {
       createConnection: () => connectUpstreamTls(tls, host.address, host.port, ['h2'], cluster.stats.ssl),
       settings: { initialWindowSize: 4 << 20 }, maxSessionMemory: 64,
@@ -36,10 +39,10 @@ function sessionFor(cluster: Cluster, host: Host): ClientHttp2Session {
 }
 
 /** Opens `CONNECT authority` on the host's HTTP/2 session; `onUp` gets the stream once a 2xx arrives. */
-export function openConnectTunnel(cluster: Cluster, host: Host, authority: string, headers: ReadonlyArray<{ key: string; value: string }>,
-  onUp: (stream: Duplex) => void, onFail: (err: Error) => void): void {
-  const req: Record<string, string> = { ':method': 'CONNECT', ':authority': authority };
-  for (const h of headers) req[h.key] = h.value;
+export function openConnectTunnel(cluster: Cluster, host: Host, authority: string, headers: Readonly<Record<string, string | string[] | undefined>>,
+  onUp: (stream: Duplex, response: Readonly<Record<string, unknown>>) => void, onFail: (err: Error) => void): void {
+  const req: Record<string, string | string[]> = { ':method': 'CONNECT', ':authority': authority };
+  for (const k in headers) { const v = headers[k]; if (v !== undefined) req[k] = v; }
   let stream: ClientHttp2Stream;
   try {
     stream = sessionFor(cluster, host).request(req, { endStream: false });
@@ -51,7 +54,7 @@ export function openConnectTunnel(cluster: Cluster, host: Host, authority: strin
   stream.once('response', (h) => {
     const status = Number(h[':status']);
     settled = true;
-    if (status >= 200 && status < 300) onUp(stream);
+    if (status >= 200 && status < 300) onUp(stream, h);
     else { stream.close(); onFail(new Error(`CONNECT answered ${status}`)); }
   });
   stream.once('error', (err) => { if (!settled) { settled = true; onFail(err); } });

@@ -27,6 +27,8 @@ export interface H1PoolOptions {
   readonly onConnect: () => void;
   readonly onDisconnect: () => void;
   readonly onConnectFail: () => void;
+  /** Opens the connection instead of TCP/TLS to address:port (internal listener endpoints). */
+  readonly connect?: () => Socket;
 }
 
 export interface UpstreamRequest {
@@ -254,7 +256,7 @@ class H1ClientConnection {
   constructor(pool: H1Pool, first: Call) {
     this.pool = pool;
     const o = pool.opts;
-    this.socket = o.tls
+    this.socket = o.connect ? o.connect() : o.tls
       ? connectUpstreamTls(o.tls, o.address, o.port, ['http/1.1'], o.sslStats, o.alpnOverride)
       : netConnect({ host: o.address, port: o.port, noDelay: true });
     const socket = this.socket;

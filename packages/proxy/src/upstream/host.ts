@@ -1,6 +1,7 @@
 import { formatHostPort } from '../config/address.ts';
 import type { HostOutlier } from './outlier.ts';
 import type { UpstreamTls } from '../tls/context.ts';
+import type { InternalEndpoint } from './cluster-config.ts';
 
 let healthEpoch = 0;
 
@@ -25,6 +26,10 @@ export class Host {
   readonly hostPort: string;
   /** The transport socket chosen for this endpoint (transport_socket_matches, else the cluster's); undefined = plaintext. */
   readonly tls: UpstreamTls | undefined;
+  /** An envoy_internal_address endpoint (address is then `envoy://listener/endpoint_id`, port 0). */
+  readonly internal: InternalEndpoint | undefined;
+  /** The endpoint's filter_metadata (internal_upstream passthrough_metadata reads it). */
+  readonly metadata: Readonly<Record<string, unknown>> | undefined;
   private isHealthy: boolean;
   private isEjected = false;
   /** Outlier detection state (only in clusters that configure it). */
@@ -46,7 +51,7 @@ export class Host {
   pools: Map<string, { close(): Promise<void> | void }> | undefined;
 
   constructor(address: string, port: number, opts: { hostname?: string; weight?: number; priority?: number; zone?: string; region?: string; subZone?: string;
-    localityWeight?: number; degraded?: boolean; healthy?: boolean; tls?: UpstreamTls } = {}) {
+    localityWeight?: number; degraded?: boolean; healthy?: boolean; tls?: UpstreamTls; internal?: InternalEndpoint; metadata?: Readonly<Record<string, unknown>> } = {}) {
     this.address = address;
     this.port = port;
     this.hostname = opts.hostname ?? '';
@@ -58,7 +63,9 @@ export class Host {
     this.localityWeight = opts.localityWeight ?? 0;
     this.degraded = opts.degraded ?? false;
     this.isHealthy = opts.healthy ?? true;
-    this.hostPort = formatHostPort(address, port);
+    this.internal = opts.internal;
+    this.metadata = opts.metadata;
+    this.hostPort = opts.internal ? address : formatHostPort(address, port);
     this.tls = opts.tls;
   }
 

@@ -19,8 +19,9 @@ export const LOCAL_PRINCIPAL = 'io.istio.local_principal';
 export function principals(conn: ConnInfo): { peerSan: string; localSan: string } {
   const peer = conn.filterState?.get(PEER_PRINCIPAL);
   const local = conn.filterState?.get(LOCAL_PRINCIPAL);
-  if (typeof peer === 'string' || typeof local === 'string') {
-    return { peerSan: typeof peer === 'string' ? peer : '', localSan: typeof local === 'string' ? local : '' };
+  // Strings, or filter state objects (core/filter-state.ts) whose string form is the principal.
+  if (peer !== undefined || local !== undefined) {
+    return { peerSan: peer === undefined ? '' : String(peer), localSan: local === undefined ? '' : String(local) };
   }
   return { peerSan: conn.peerUriSans[0] ?? '', localSan: conn.localUriSans?.[0] ?? '' };
 }

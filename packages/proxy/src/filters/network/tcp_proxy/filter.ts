@@ -16,6 +16,18 @@ import { setRelayedBytes } from '../../../listener/conn-bytes.ts';
 
 /** Connection filter state: the cluster tcp_proxy picked (Istio's TCP stats label the service by it). */
 export const UPSTREAM_CLUSTER_STATE = 'envoy.tcp_proxy.cluster';
+import { FilterStateObject, setFilterState } from '../../../core/filter-state.ts';
+
+const PROPAGATE_RESPONSE_HEADERS_KEY = 'envoy.tcp_proxy.propagate_response_headers';
+
+/** The CONNECT response headers, kept for later filters and access logs. */
+class ResponseHeadersObject extends FilterStateObject {
+  readonly headers: Readonly<Record<string, unknown>>;
+  constructor(headers: Readonly<Record<string, unknown>>) {
+    super(Object.entries(headers).map(([k, v]) => `${k}: ${String(v)}`).join(', '));
+    this.headers = headers;
+  }
+}
 
 class TcpProxyStats {
   readonly cxTotal: Counter;
@@ -80,7 +92,7 @@ export class TcpProxy {
   }
 
   private attempt(socket: Socket, conn: ConnInfo, cluster: Cluster, rec: TcpRecord, n: number, previous: Host | undefined): void {
-    const host = cluster.pick({ originalDst: conn.originalDst, exclude: previous });
+    const host = cluster.pick({ originalDst: conn.originalDst, exclude: previous, filterState: conn.filterState });
     if (!host) { cluster.stats.cxNone.inc(); rec.flags = 'UH'; this.finish(rec); socket.destroy(); return; }
     rec.upstreamHost = host.hostPort;
     const onUp = (upstream: Duplex): void => this.connected(socket, upstream, rec);
@@ -94,14 +106,17 @@ export class TcpProxy {
       this.finish(rec);
       socket.destroy();
     };
-    if (this.config.tunnelHostname !== undefined) {
-      const authority = this.config.tunnelHostname
-        .replace('%DOWNSTREAM_LOCAL_PORT%', String(conn.localPort))
-        .replace('%DOWNSTREAM_LOCAL_ADDRESS%', conn.localAddress);
-      openConnectTunnel(cluster, host, authority, this.config.tunnelHeaders, onUp, onFail);
+    const tunnel = this.config.tunnel;
+    if (tunnel !== undefined) {
+      const headers: Record<string, string | string[] | undefined> = {};
+      tunnel.headers.apply(headers, rec);
+      openConnectTunnel(cluster, host, tunnel.hostname(rec), headers, (stream, response) => {
+        if (tunnel.propagateResponseHeaders) setFilterState(conn, PROPAGATE_RESPONSE_HEADERS_KEY, new ResponseHeadersObject(response));
+        onUp(stream);
+      }, onFail);
       return;
     }
-    const upstream = connectHost(cluster, host);
+    const upstream = connectHost(cluster, host, conn.filterState);
     let up = false;
     upstream.once(host.tls ? 'secureConnect' : 'connect', () => { up = true; onUp(upstream); });
     upstream.once('error', (err) => { if (!up) onFail(err); });
