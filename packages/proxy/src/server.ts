@@ -13,6 +13,7 @@ import { log } from './core/log.ts';
 import { setLocalNode } from './core/node.ts';
 import { TYPE_URL } from './xds/discovery.ts';
 import { secrets } from './tls/secrets.ts';
+import { setInternalBufferSize } from './listener/internal.ts';
 
 export interface ServerOptions {
   readonly concurrency: number;
@@ -60,6 +61,7 @@ export class ProxyServer {
     this.clusters = new ClusterManager(this.stats);
     this.listeners = new ListenerManager(this.clusters, this.stats, options.reusePort);
     setLocalNode(bootstrap.node);
+    if (bootstrap.extensions.internalListener) setInternalBufferSize(bootstrap.extensions.internalListener.bufferBytes);
   }
 
   async start(): Promise<void> {

@@ -11,7 +11,7 @@ export interface SocketAddress {
 /** envoy.config.core.v3.Address with a socket_address; pipes and internal addresses are not served. */
 export function readAddress(m: Msg, allowNames = false): SocketAddress {
   if (m.has('pipe')) throw m.error('pipe', 'unix domain socket addresses are not supported');
-  if (m.has('envoy_internal_address')) throw m.error('envoy_internal_address', 'internal listener addresses are not supported');
+  if (m.has('envoy_internal_address')) throw m.error('envoy_internal_address', 'an internal address is not allowed here (only in cluster endpoints and on internal listeners)');
   const sa = m.requiredMsg('socket_address');
   if (sa.has('named_port')) throw sa.error('named_port', 'named ports are not supported');
   if (sa.str('protocol', 'TCP') !== 'TCP') throw sa.error('protocol', 'only TCP is supported');
@@ -24,5 +24,7 @@ export function readAddress(m: Msg, allowNames = false): SocketAddress {
 }
 
 export function formatHostPort(address: string, port: number): string {
+  // Internal addresses (envoy://listener/endpoint_id) print as they are, as Envoy prints them.
+  if (address.startsWith('envoy://')) return address;
   return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
 }

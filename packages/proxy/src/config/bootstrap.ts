@@ -8,12 +8,14 @@ import { ConfigError } from '../core/errors.ts';
 import { compileListener, type ListenerConfig } from '../listener/config.ts';
 import { compileCluster, type ClusterConfig } from '../upstream/cluster-config.ts';
 import { readDynamicResources, type DynamicResources } from '../xds/bootstrap-ads.ts';
+import { compileBootstrapExtensions, type BootstrapExtensions } from './bootstrap-extensions.ts';
 
 /** Top-level Bootstrap fields: handled, accepted as no-ops for a static proxy, or refused. */
 const ACCEPTED = new Set(['node', 'static_resources', 'admin', 'layered_runtime', 'stats_config', 'stats_flush_interval',
   'cluster_manager', 'watchdog', 'watchdogs', 'overload_manager', 'enable_dispatcher_stats', 'use_tcp_for_dns_lookups',
-  'typed_dns_resolver_config', 'dns_resolution_config', 'node_context_params', 'default_regex_engine', 'application_log_config',
-  'deferred_stat_options', 'dynamic_resources']);
+  'typed_dns_resolver_config', 'dns_resolution_config', 'node_context_params', 'default_regex_engine',
+  // Formatting of the proxy's own log and stat memory options: nothing a data path depends on.
+  'application_log_config', 'deferred_stat_options', 'bootstrap_extensions', 'dynamic_resources']);
 
 export interface BootstrapConfig {
   readonly node: LocalNode;
@@ -22,6 +24,7 @@ export interface BootstrapConfig {
   readonly clusters: readonly ClusterConfig[];
   /** ADS settings when the bootstrap has dynamic_resources. */
   readonly dynamic: DynamicResources | undefined;
+  readonly extensions: BootstrapExtensions;
   /** The bootstrap as given (normalised), for /config_dump. */
   readonly source: Record<string, unknown>;
 }
@@ -64,13 +67,9 @@ function merge(a: unknown, b: unknown): unknown {
 export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig {
   const m = new Msg(raw, '');
   for (const key of Object.keys(raw)) {
-    if (key === 'bootstrap_extensions') {
-      const ext = m.list(key)[0];
-      if (ext) throw ext.error('typed_config', `unsupported bootstrap extension ${ext.msg('typed_config')?.str('@type') || ext.str('name')}`);
-      continue;
-    }
     if (!ACCEPTED.has(key)) throw m.error(key, 'is not supported');
   }
+  const extensions = compileBootstrapExtensions(m.list('bootstrap_extensions'));
   const sr = m.msg('static_resources');
   if (sr) for (const f of ['secrets']) if (sr.has(f)) throw sr.error(f, 'static secrets are not supported yet');
   const clusters = (sr?.list('clusters') ?? []).map((c) => compileCluster(c));
@@ -89,6 +88,10 @@ export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig 
   const dr = m.msg('dynamic_resources');
   const dynamic = dr ? readDynamicResources(dr) : undefined;
   if (dynamic && !clusterNames.has(dynamic.clusterName)) throw dr!.error('ads_config.grpc_services[0].envoy_grpc.cluster_name', `unknown cluster '${dynamic.clusterName}'`);
+  const internal = listeners.findIndex((l) => l.internal);
+  if (internal >= 0 && !extensions.internalListener) {
+    throw new ConfigError(`static_resources.listeners[${internal}].internal_listener`, 'internal listeners need the envoy.bootstrap.internal_listener bootstrap extension');
+  }
   const node = m.msg('node');
   const admin = m.msg('admin');
   return {
@@ -100,6 +103,7 @@ export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig 
     listeners,
     clusters,
     dynamic,
+    extensions,
     source: raw,
   };
 }

@@ -52,7 +52,7 @@ export class ListenerManager {
     this.byName.set(config.name, l);
     this.byAddress.set(addressKey(config), l);
     this.publish();
-    if (this.started && config.bindToPort) await l.listen(this.reusePort);
+    if (this.started && (config.bindToPort || config.internal)) await l.listen(this.reusePort);
   }
 
   remove(name: string): void {
@@ -71,7 +71,7 @@ export class ListenerManager {
   /** Binds every listener added so far; later additions bind as they come. */
   async start(): Promise<void> {
     this.started = true;
-    for (const l of this.byName.values()) if (l.config.bindToPort) await l.listen(this.reusePort);
+    for (const l of this.byName.values()) if (l.config.bindToPort || l.config.internal) await l.listen(this.reusePort);
   }
 
   drainAll(inboundOnly: boolean): void {
