@@ -15,6 +15,11 @@ export interface TypedConfig {
 export function readTypedConfig(owner: Msg, key = 'typed_config'): TypedConfig {
   const tc = owner.msg(key);
   if (!tc) return { url: '', msg: undefined, wrapper: '' };
+  return unwrapAny(tc);
+}
+
+/** An Any (e.g. a typed_per_filter_config value) with TypedStruct unwrapped. */
+export function unwrapAny(tc: Msg): TypedConfig & { msg: Msg } {
   const url = tc.str('@type');
   if (!TYPED_STRUCTS.has(url)) return { url, msg: tc, wrapper: '' };
   const inner = tc.requiredStr('type_url');

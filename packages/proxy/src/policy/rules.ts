@@ -4,6 +4,7 @@ import type { AuthzFacts } from './facts.ts';
 import { compilePolicyHeaderMatcher, compilePathMatcher } from './header-matcher.ts';
 import { compilePolicyStringMatcher, type StringPredicate } from './string-matcher.ts';
 import { compileMetadataMatcher } from './value-matcher.ts';
+import { FilterStateObject } from '../core/filter-state.ts';
 
 export type FactPredicate = (f: AuthzFacts) => boolean;
 
@@ -87,6 +88,8 @@ function compileFilterState(m: Msg): FactPredicate {
   return (f) => {
     const v = f.filterState?.get(key);
     if (typeof v === 'string') return match(v);
+    // Objects set by istio_authn / set_filter_state / internal_upstream (core/filter-state.ts): their string form.
+    if (v instanceof FilterStateObject) return match(v.value);
     if (typeof v === 'number' || typeof v === 'boolean') return match(String(v));
     return false;
   };
