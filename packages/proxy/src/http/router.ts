@@ -19,6 +19,7 @@ import type { Host } from '../upstream/host.ts';
 import type { HcmStats } from './hcm-stats.ts';
 import type { LocalReplyConfig } from './local-reply-config.ts';
 import { FilterChainRun, type NamedFilter } from './filter-chain.ts';
+import { ORIGINAL_DST_ADDRESS_KEY } from '../core/filter-state.ts';
 
 /** The immutable per-HCM settings the router reads on every request. */
 export interface RouterSettings {
@@ -161,7 +162,9 @@ export function planForward(ex: Exchange, s: RouterSettings, rec: RequestRecord,
     if (a.hashPolicies.generatesCookies) setCookies = [];
     hash = computeRequestHash(a.hashPolicies, ex, ex.conn, setCookies);
   }
-  const host = cluster.pick({ originalDst: ex.conn.originalDst, originalDstHeader: ex.headers['x-envoy-original-dst-host'] as string | undefined, hash });
+  // ORIGINAL_DST's filter-state override: the request's own object first, then the connection's.
+  const filterState = rec.filterState?.has(ORIGINAL_DST_ADDRESS_KEY) ? rec.filterState : ex.conn.filterState;
+  const host = cluster.pick({ originalDst: ex.conn.originalDst, originalDstHeader: ex.headers['x-envoy-original-dst-host'] as string | undefined, hash, filterState });
   if (!host) {
     cstats.cxNone.inc();
     finishLocal(rec, s, 503, LocalBody.noHealthyUpstream, Flag.NoHealthyUpstream, 'no_healthy_upstream');

@@ -7,10 +7,11 @@ import { serializeHeaders, type Head } from './h1/parse.ts';
 import { H2Exchange, type Exchange, type Headers } from './exchange.ts';
 import { complete, finishLocal, planForward, type RouterSettings } from './router.ts';
 import { RequestRecord } from './request-record.ts';
-import { Flag, LocalBody } from './response-flags.ts';
+import { Flag, LocalBody, type ResponseFlag } from './response-flags.ts';
 import { connectHost, splice } from './tunnel.ts';
 import type { ConnInfo } from '../listener/conn-info.ts';
 import type { ForwardAction } from './route-config.ts';
+import { FilterChainRun } from './filter-chain.ts';
 
 /** An HTTP/1.1 request taken over from node's parser (Upgrade, CONNECT): replies are written raw. */
 class RawH1Exchange implements Exchange {
@@ -51,28 +52,42 @@ class RawH1Exchange implements Exchange {
 
 type Hcm = { settings: RouterSettings; config: { upgrades: ReadonlyMap<string, boolean>; h2AllowConnect: boolean } };
 
-/** Route an Upgrade / CONNECT request and decide whether the upgrade is allowed; undefined after a local reply. */
-function admit(hcm: Hcm, ex: Exchange, rec: RequestRecord, kind: string, isConnect: boolean): { a: ForwardAction; terminate: boolean; plan: NonNullable<ReturnType<typeof planForward>> } | undefined {
+type Admitted = { a: ForwardAction; terminate: boolean; plan: NonNullable<ReturnType<typeof planForward>> };
+
+/**
+ * Route an Upgrade / CONNECT request, run the HCM's HTTP filters on it (connect_authority,
+ * set_filter_state... record what the tunnel's upstream needs), then decide whether the upgrade
+ * is allowed. `go` runs only when it is; every other outcome has answered locally.
+ */
+function admit(hcm: Hcm, ex: Exchange, rec: RequestRecord, kind: string, isConnect: boolean, go: (admitted: Admitted) => void): void {
   const s = hcm.settings;
   s.stats.rqTotal.value++;
   s.stats.rqActive.value++;
   const m = s.routes.route(ex.authority, ex, isConnect);
-  if (!m) { finishLocal(rec, s, 404, undefined, Flag.NoRouteFound, 'route_not_found'); return undefined; }
-  rec.routeName = m.route.name;
-  const a = m.route.action;
-  if (a.kind !== 'forward') { finishLocal(rec, s, a.kind === 'direct' ? a.status : a.status, a.kind === 'direct' ? a.body : undefined, Flag.None, a.kind); return undefined; }
-  const routeCfg = a.upgrades.get(kind);
-  const enabled = routeCfg ? routeCfg.enabled : (hcm.config.upgrades.get(kind) ?? false);
-  if (!enabled) { finishLocal(rec, s, 403, undefined, Flag.None, 'upgrade_failed'); return undefined; }
-  const plan = planForward(ex, s, rec, m.vhost, m.route, a);
-  if (!plan) return undefined;
-  return { a, terminate: routeCfg?.terminateConnect ?? false, plan };
+  const decide = (): void => {
+    if (!m) { finishLocal(rec, s, 404, undefined, Flag.NoRouteFound, 'route_not_found'); return; }
+    rec.routeName = m.route.name;
+    const a = m.route.action;
+    if (a.kind !== 'forward') { finishLocal(rec, s, a.status, a.kind === 'direct' ? a.body : undefined, Flag.None, a.kind); return; }
+    const routeCfg = a.upgrades.get(kind);
+    const enabled = routeCfg ? routeCfg.enabled : (hcm.config.upgrades.get(kind) ?? false);
+    if (!enabled) { finishLocal(rec, s, 403, undefined, Flag.None, 'upgrade_failed'); return; }
+    const plan = planForward(ex, s, rec, m.vhost, m.route, a);
+    if (plan) go({ a, terminate: routeCfg?.terminateConnect ?? false, plan });
+  };
+  if (s.filters.length === 0) { decide(); return; }
+  const run = new FilterChainRun(ex, rec, m?.route, m?.vhost, s.filters, s.routes, decide,
+    (status, body, flag, details, headers) => finishLocal(rec, s, status, body, flag as ResponseFlag, details, headers as OutgoingHttpHeaders),
+    () => { rec.flags = Flag.DownstreamConnectionTermination; complete(rec, s); });
+  rec.filters = run;
+  run.continueDecoding();
 }
 
 function tunnel(hcm: Hcm, ex: Exchange, rec: RequestRecord, downstream: Socket | ServerHttp2Stream, plan: NonNullable<ReturnType<typeof planForward>>, onConnect: (upstream: Socket) => void): void {
   const s = hcm.settings;
   s.stats.upgradesTotal.inc();
-  const upstream = connectHost(plan.cluster, plan.host);
+  // Filter state the connection and the request share with the upstream reaches an internal listener.
+  const upstream = connectHost(plan.cluster, plan.host, ex.conn.filterState, rec.filterState);
   let connected = false;
   upstream.once(plan.host.tls ? 'secureConnect' : 'connect', () => {
     connected = true;
@@ -96,32 +111,26 @@ export function handleUpgrade(hcm: Hcm, req: Head, socket: Socket, head: Buffer,
   const kind = String(req.headers.upgrade ?? '').split(',')[0].trim().toLowerCase();
   const rec = new RequestRecord(ex, performance.now());
   const upgradeValue = req.headers.upgrade;
-  const admitted = admit(hcm, ex, rec, kind, false);
-  if (!admitted) return;
-  const { plan } = admitted;
-  tunnel(hcm, ex, rec, socket, plan, (upstream) => {
+  admit(hcm, ex, rec, kind, false, ({ plan }) => tunnel(hcm, ex, rec, socket, plan, (upstream) => {
     const h = plan.headers;
     h.connection = 'upgrade';
     h.upgrade = upgradeValue;
     upstream.write(`${ex.method} ${plan.path} HTTP/1.1\r\n${serializeHeaders(h)}\r\n`);
     if (head.length) upstream.write(head);
     rec.status = 101;
-  });
+  }));
 }
 
 /** HTTP/1.1 CONNECT: terminate (connect_config) → reply 200 and carry the payload; otherwise pass the CONNECT on. */
 export function handleH1Connect(hcm: Hcm, req: Head, socket: Socket, head: Buffer, conn: ConnInfo): void {
   const ex = new RawH1Exchange(req, socket, conn);
   const rec = new RequestRecord(ex, performance.now());
-  const admitted = admit(hcm, ex, rec, 'connect', true);
-  if (!admitted) return;
-  const { plan, terminate } = admitted;
-  tunnel(hcm, ex, rec, socket, plan, (upstream) => {
+  admit(hcm, ex, rec, 'connect', true, ({ plan, terminate }) => tunnel(hcm, ex, rec, socket, plan, (upstream) => {
     rec.status = 200;
     if (terminate) ex.respond(200, {}, false);
     else upstream.write(`CONNECT ${ex.authority} HTTP/1.1\r\n${serializeHeaders(plan.headers)}\r\n`);
     if (head.length) upstream.write(head);
-  });
+  }));
 }
 
 /** HTTP/2 CONNECT (allow_connect): the stream becomes the tunnel to a host of the route's cluster. */
@@ -134,10 +143,8 @@ export function handleH2Connect(hcm: Hcm, stream: ServerHttp2Stream, headers: H2
     finishLocal(rec, hcm.settings, 403, undefined, Flag.None, 'upgrade_failed');
     return;
   }
-  const admitted = admit(hcm, ex, rec, 'connect', true);
-  if (!admitted) return;
-  tunnel(hcm, ex, rec, stream, admitted.plan, () => {
+  admit(hcm, ex, rec, 'connect', true, ({ plan }) => tunnel(hcm, ex, rec, stream, plan, () => {
     rec.status = 200;
     stream.respond({ ':status': 200 });
-  });
+  }));
 }
