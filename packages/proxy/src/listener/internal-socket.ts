@@ -59,8 +59,10 @@ export class InternalSocket extends Duplex {
     this.held = undefined;
     if (held) held(resetError('ECONNRESET'));
     const peer = this.peer;
-    // An abortive close reaches the other end as a reset (no clean EOF).
-    if (peer && !peer.destroyed) process.nextTick(() => peer.destroy());
+    // A clean close (both directions done) leaves the peer to drain what it still holds; an abortive
+    // one reaches it as a reset.
+    const clean = !err && this.writableFinished && this.readableEnded;
+    if (peer && !peer.destroyed && !clean) process.nextTick(() => peer.destroy());
     cb(err);
   }
 
