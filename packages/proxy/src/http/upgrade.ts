@@ -12,7 +12,6 @@ import { connectHost, splice } from './tunnel.ts';
 import type { ConnInfo } from '../listener/conn-info.ts';
 import type { ForwardAction } from './route-config.ts';
 import { FilterChainRun } from './filter-chain.ts';
-import { log } from '../core/log.ts';
 
 /** An HTTP/1.1 request taken over from node's parser (Upgrade, CONNECT): replies are written raw. */
 class RawH1Exchange implements Exchange {
@@ -66,7 +65,6 @@ function admit(hcm: Hcm, ex: Exchange, rec: RequestRecord, kind: string, isConne
   s.stats.rqActive.value++;
   const m = s.routes.route(ex.authority, ex, isConnect);
   const decide = (): void => {
-    log.debug(`${ex.method} ${ex.authority}: route ${m ? m.route.name || '(unnamed)' : 'none'}`);
     if (!m) { finishLocal(rec, s, 404, undefined, Flag.NoRouteFound, 'route_not_found'); return; }
     rec.routeName = m.route.name;
     const a = m.route.action;
@@ -100,8 +98,7 @@ function tunnel(hcm: Hcm, ex: Exchange, rec: RequestRecord, downstream: Socket |
       complete(rec, s);
     });
   });
-  upstream.once('error', (err) => {
-    log.debug(`upgrade/CONNECT upstream ${plan.host.hostPort}: ${err.message}`);
+  upstream.once('error', () => {
     if (connected) return;
     plan.cluster.stats.cxConnectFail.inc();
     finishLocal(rec, s, 503, LocalBody.connectFailure, Flag.UpstreamConnectionFailure, 'upstream_reset_before_response_started{connection_failure}');

@@ -131,7 +131,6 @@ export class ActiveListener {
     s.once('close', () => stats.cxActive.dec());
     s.on('error', () => { /* reported by the filter that owns the socket */ });
     const restored = restoreInternalAddresses(this.config, socket, meta);
-    log.debug(`internal listener ${this.config.name}: connection for ${restored.local.address}:${restored.local.port}`);
     this.inspect(s, restored.local, restored);
   }
 
