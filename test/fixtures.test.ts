@@ -21,8 +21,7 @@ const EXPECTED: Record<string, 'ok' | RegExp> = {
   'envoyproxy-envoy/configs/terminate_http2_connect.yaml': 'ok',
   'envoyproxy-envoy/configs/envoy-demo.yaml': 'ok',
   'envoyproxy-envoy/configs/envoyproxy_io_proxy.yaml': 'ok',
-  // An unsupported extension: the message names the field and the extension's type URL.
-  'envoyproxy-envoy/configs/internal_listener_proxy.yaml': /bootstrap_extensions.*type\.googleapis\.com\/envoy\.extensions\.bootstrap\.internal_listener\.v3\.InternalListener/,
+  'envoyproxy-envoy/configs/internal_listener_proxy.yaml': 'ok',
   'envoyproxy-examples/dynamic-config-cp/envoy.yaml': 'ok',
   // File-based LDS/CDS (path_config_source) is not built: only ADS config sources.
   'envoyproxy-examples/dynamic-config-fs/envoy.yaml': /dynamic_resources\.ads_config: only ADS/,
