@@ -1,6 +1,8 @@
 import type { Msg } from '../../../config/fields.ts';
 import type { HttpFilterConfig, HttpFilterExtension, LiveHttpFilter } from '../types.ts';
 import { FilterStateObject, setFilterState } from '../../../core/filter-state.ts';
+import type { PeerInfo } from '../../../telemetry/istio/peer.ts';
+import type { JsonStruct } from '../../../telemetry/istio/struct-codec.ts';
 
 export const CONNECT_BAGGAGE_TYPE = 'type.googleapis.com/io.istio.http.connect_baggage.Config';
 export const DOWNSTREAM_PEER_KEY = 'wasm.downstream_peer';
@@ -51,12 +53,35 @@ export function parseBaggage(header: string): PeerWorkload {
   };
 }
 
-/** `wasm.downstream_peer`: the parsed workload; its string form is the baggage it came from. */
-export class PeerWorkloadObject extends FilterStateObject {
+/**
+ * `wasm.downstream_peer`: the parsed workload in the shape Istio telemetry reads (PeerInfo); its
+ * string form is the baggage it came from.
+ */
+export class PeerWorkloadObject extends FilterStateObject implements PeerInfo {
   readonly workload: PeerWorkload;
+  readonly id = '';
+  readonly name = '';
+  readonly namespace: string;
+  readonly workloadName: string;
+  readonly clusterId: string;
+  readonly meshId = '';
+  readonly canonicalName: string;
+  readonly canonicalRevision: string;
+  readonly app: string;
+  readonly version: string;
+  readonly labels: Readonly<Record<string, string>> = {};
+  readonly metadata: Readonly<JsonStruct>;
   constructor(baggage: string, workload: PeerWorkload) {
     super(baggage, 'TRANSITIVE', false);
     this.workload = workload;
+    this.namespace = workload.namespace;
+    this.workloadName = workload.workloadName;
+    this.clusterId = workload.cluster;
+    this.canonicalName = workload.canonicalService;
+    this.canonicalRevision = workload.canonicalRevision;
+    this.app = workload.appName;
+    this.version = workload.appVersion;
+    this.metadata = { NAMESPACE: workload.namespace, WORKLOAD_NAME: workload.workloadName, CLUSTER_ID: workload.cluster };
   }
 }
 
