@@ -67,11 +67,9 @@ describe('istiod-generated fixtures through the control plane and the proxy xDS 
     const reasons = new Map<string, number>();
     for (const r of rows) if (r.result !== 'ACK') { const k = r.result.replace(/^[^:]*: /, ''); reasons.set(k, (reasons.get(k) ?? 0) + 1); }
     console.log([...reasons].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n}× ${k}`).join('\n'));
-    // Routes and endpoints must all be accepted (endpoints that are internal-listener addresses wait for
-    // internal listener support).
+    // Routes and endpoints must all be accepted (internal-listener endpoint addresses included).
     for (const r of rows) {
       if (r.type !== 'ClusterLoadAssignment' && r.type !== 'RouteConfiguration') continue;
-      if (/envoy_internal_address: internal listener addresses are not supported/.test(r.result)) continue;
       assert.equal(r.result, 'ACK', `${r.file} ${r.name}`);
     }
   });
