@@ -28,8 +28,11 @@ const fixture = (p: string): string => fileURLToPath(new URL(FIXTURES + p, impor
 /** What this work built: a listener or cluster mentioning one of these is in the table. */
 const MINE = ['internal_listener', 'set_internal_dst_address', 'io.istio.network.authn', 'io.istio.http.connect_authority', 'io.istio.http.connect_baggage',
   'set_filter_state', 'InternalUpstreamTransport', 'envoy_internal_address', 'tunneling_config'];
-/** Refusals that belong to other work (RBAC, istio stats / peer metadata, tracing, XFCC, SDS, ADS/EDS). */
-const NOT_MINE = /envoy\.filters\.http\.rbac|rbac\.v3|stats\.PluginConfig|peer_metadata|MetadataExchange|ext_authz|grpc_stats|tracing|forward_client_cert_details|sds|EDS clusters need dynamic_resources|eds_cluster_config|rds|request_id_extension|normalize_path|filter_chain_matcher/i;
+/**
+ * Refusals that belong to other work (RBAC, ext_authz, istio stats / peer metadata, tracing, XFCC, SDS, ADS/EDS,
+ * the unified filter_chain_matcher). "a server certificate is required" is connect_terminate's SDS-named certificate.
+ */
+const NOT_MINE = /envoy\.filters\.http\.rbac|rbac\.v3|stats\.PluginConfig|peer_metadata|MetadataExchange|ext_authz|grpc_stats|tracing|forward_client_cert_details|sds|EDS clusters need dynamic_resources|eds_cluster_config|rds|request_id_extension|normalize_path|filter_chain_matcher|a server certificate is required/i;
 
 function dumpResources(file: string): { listeners: Json[]; clusters: Json[] } {
   const dump = JSON.parse(readFileSync(fixture(file), 'utf8')) as { configs: Json[] };
