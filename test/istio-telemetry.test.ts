@@ -204,9 +204,14 @@ describe('Istio telemetry between two sidecars (e2e)', { timeout: 90_000 }, () =
     assert.equal(r.id, 'sidecar~127.0.0.1~reviews-v2-5d8f9c-abcde.default~default.svc.cluster.local');
     assert.equal((r.metadata?.LABELS as Record<string, string>).app, 'reviews');
     assert.equal(got.subarray(r.consumed).toString(), 'hello', 'the exchange header never reaches the app');
+    // Reported as opened once the peer is known; the closed series (and its final byte deltas) only at close.
+    const open = await prom(inbound);
+    assert.equal(series(open, 'istio_tcp_connections_opened_total', { source_workload: 'ratings-v1' })?.value, 1);
+    assert.equal(series(open, 'istio_tcp_connections_closed_total', { source_workload: 'ratings-v1' }), undefined);
     s.end();
     s.destroy();
     const closed = await eventually(async () => series(await prom(inbound), 'istio_tcp_connections_closed_total', { source_workload: 'ratings-v1' }), 'mx tcp close');
+    assert.equal(closed.value, 1);
     assert.equal(closed.labels.source_app, 'ratings');
     assert.equal(closed.labels.destination_workload, 'reviews-v2');
     const text = await prom(inbound);

@@ -193,12 +193,21 @@ describe('labels and exposition', () => {
     const facts = { peer: null, endpointPeer: null, peerSan: '', localSan: '', serviceHost: 'reviews:9080', serviceName: 'reviews:9080' };
     const a = http.resolve(facts, ['http', '200', '', '-', 'unknown'], []);
     assert.equal(http.resolve({ ...facts }, ['http', '200', '', '-', 'unknown'], []), a, 'same labels → same cached series');
-    (a[0] as { inc(): void }).inc();
-    (a[1] as { record(v: number): void }).record(12);
+    a[0]!.counter().inc();
+    a[1]!.histogram().record(12);
     const b = http.resolve(facts, ['http', '503', '', 'UF', 'unknown'], []);
     assert.notEqual(b[0], a[0]);
     const tcp = new IstioMetrics(store, compileIstioStats(undefined), 'destination', true);
-    (tcp.resolve(facts, ['tcp', '-', 'none'], [])[0] as { inc(): void }).inc();
+    const conn = tcp.resolve(facts, ['tcp', '-', 'none'], []);
+    conn[0]!.counter().inc();
+    conn[2]!.counter();
+    // Like Envoy's stats: a series exists from its first add, not from the label set's resolution.
+    const open = renderPrometheus(store);
+    assert.match(open, /^istio_tcp_sent_bytes_total\{.*\} 0$/m);
+    assert.doesNotMatch(open, /istio_tcp_connections_closed_total\{/, 'no closed series while the connection is open');
+    assert.doesNotMatch(open, /istio_request_messages_total\{/, 'no gRPC message series for plain HTTP');
+    conn[1]!.counter().inc();
+    assert.match(renderPrometheus(store), /^istio_tcp_connections_closed_total\{.*\} 1$/m);
     const custom = new IstioMetrics(new StatsStore(), cfg, 'source', false);
     const c = custom.resolve(facts, ['http', '200', '', '-', 'unknown'], ['reviews:9080']);
     assert.ok(c[0]);
@@ -227,7 +236,7 @@ describe('labels and exposition', () => {
     const cfg = compileIstioStats(new Msg({ metrics: [{ name: 'requests_total', dimensions: { request_host: 'request.host', source_app: "'x'" }, tags_to_remove: ['source_cluster'] }, { name: 'request_bytes', drop: true }] }, 's'));
     const m = new IstioMetrics(store, cfg, 'source', false);
     const set = m.resolve({ peer: null, endpointPeer: null, peerSan: '', localSan: '', serviceHost: 'h', serviceName: 'h' }, ['http', '200', '', '-', 'unknown'], ['reviews:9080', 'x']);
-    (set[0] as { inc(): void }).inc();
+    set[0]!.counter().inc();
     assert.equal(set[2], undefined, 'request_bytes dropped');
     const line = renderPrometheus(store).split('\n').find((l) => l.startsWith('istio_requests_total{'))!;
     assert.ok(!line.includes('source_cluster='));

@@ -61,8 +61,28 @@ export function peerLabelValues(role: Role, f: PeerFacts): string[] {
 
 type Metric = Counter | Histogram | Gauge;
 
+/**
+ * One series of a resolved label set. It joins its family, and so the export, on first use: an Envoy
+ * stat exists from its first add, so istio_tcp_connections_closed_total appears only once a
+ * connection closed (never as a 0 while it is open) and the gRPC message counters only for gRPC.
+ */
+export class SeriesSlot {
+  private readonly family: LabelledFamily;
+  private readonly names: readonly string[];
+  private readonly values: readonly string[];
+  private metric: Metric | undefined;
+  constructor(family: LabelledFamily, names: readonly string[], values: readonly string[]) {
+    this.family = family;
+    this.names = names;
+    this.values = values;
+  }
+  private get(): Metric { return (this.metric ??= this.family.get(this.names, this.values)); }
+  counter(): Counter { return this.get() as Counter; }
+  histogram(): Histogram { return this.get() as Histogram; }
+}
+
 /** The resolved series of one label set: one entry per metric of the protocol (undefined = dropped). */
-export type SeriesSet = ReadonlyArray<Metric | undefined>;
+export type SeriesSet = ReadonlyArray<SeriesSlot | undefined>;
 
 interface PeerLevel {
   readonly values: string[];
@@ -133,7 +153,7 @@ export class IstioMetrics {
       if (!fam || !plan) return undefined;
       const names = plan.map((l) => l.name);
       const values = plan.map((l) => ('std' in l ? std[l.std] : exprValues[l.expr]));
-      return fam.get(names, values) as Metric;
+      return new SeriesSlot(fam, names, values);
     });
   }
 

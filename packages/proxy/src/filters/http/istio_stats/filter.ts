@@ -1,6 +1,5 @@
 import type { Msg } from '../../../config/fields.ts';
 import type { RequestRecord } from '../../../http/request-record.ts';
-import type { Counter, Histogram } from '../../../stats/store.ts';
 import { IstioMetrics, type PeerFacts, type Role } from '../../../telemetry/istio/metrics.ts';
 import { peerOf, principals, serviceOf } from '../../../telemetry/istio/facts.ts';
 import { DOWNSTREAM_PEER, UPSTREAM_PEER } from '../../../telemetry/istio/peer.ts';
@@ -74,16 +73,16 @@ class LiveIstioStats implements LiveHttpFilter {
     const exprValues = ctx ? this.metrics.evaluate(ctx) : [];
     const set = this.metrics.resolve(f, tail, exprValues);
     f.peer = f.endpointPeer = null;
-    const requests = set[0] as Counter | undefined;
+    const requests = set[0]?.counter();
     if (requests) requests.value++;
-    (set[1] as Histogram | undefined)?.record(rec.durationMs);
-    (set[2] as Histogram | undefined)?.record(rec.bytesReceived);
-    (set[3] as Histogram | undefined)?.record(rec.bytesSent);
+    set[1]?.histogram().record(rec.durationMs);
+    set[2]?.histogram().record(rec.bytesReceived);
+    set[3]?.histogram().record(rec.bytesSent);
     if (grpc) {
       const counts = state?.get(GRPC_STATS_STATE) as GrpcMessageCounts | undefined;
       if (counts) {
-        (set[4] as Counter | undefined)?.inc(counts.requestMessages);
-        (set[5] as Counter | undefined)?.inc(counts.responseMessages);
+        set[4]?.counter().inc(counts.requestMessages);
+        set[5]?.counter().inc(counts.responseMessages);
       }
     }
     if (ctx && this.metrics.hasCustom) this.metrics.recordCustom(ctx, exprValues);

@@ -2,7 +2,6 @@ import type { Socket } from 'node:net';
 import type { Msg } from '../../../config/fields.ts';
 import type { ConnInfo } from '../../../listener/conn-info.ts';
 import { downstreamBytes } from '../../../listener/conn-bytes.ts';
-import type { Counter } from '../../../stats/store.ts';
 import type { ClusterManager } from '../../../upstream/manager.ts';
 import { IstioMetrics, type PeerFacts, type SeriesSet } from '../../../telemetry/istio/metrics.ts';
 import { peerOf, principals, serviceOf } from '../../../telemetry/istio/facts.ts';
@@ -64,15 +63,17 @@ class LiveTcpStats implements LiveNetworkFilter {
     if (r.series === undefined) {
       if (!end && !this.peerRead(r.info)) return;
       r.series = this.resolve(r.info);
-      (r.series[OPENED] as Counter | undefined)?.inc();
+      r.series[OPENED]?.counter().inc();
     }
     const [rx, tx] = downstreamBytes(r.socket, r.info);
+    // istio-proxy adds both byte deltas (0 included) on every report, so both series exist from the first.
+    const sent = r.series[SENT]?.counter(), received = r.series[RECEIVED]?.counter();
     // Counters only grow: a socket torn down mid-write must not report negative bytes.
-    if (tx > r.sent) { (r.series[SENT] as Counter | undefined)?.inc(tx - r.sent); r.sent = tx; }
-    if (rx > r.received) { (r.series[RECEIVED] as Counter | undefined)?.inc(rx - r.received); r.received = rx; }
+    if (tx > r.sent) { sent?.inc(tx - r.sent); r.sent = tx; }
+    if (rx > r.received) { received?.inc(rx - r.received); r.received = rx; }
     if (end) {
       if (r.timer) clearInterval(r.timer);
-      (r.series[CLOSED] as Counter | undefined)?.inc();
+      r.series[CLOSED]?.counter().inc();
       if (this.metrics.hasCustom) this.metrics.recordCustom(this.context(r.info), this.metrics.evaluate(this.context(r.info)));
     }
   }
