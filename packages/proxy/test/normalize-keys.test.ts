@@ -14,3 +14,14 @@ test('camelCase fields become snake_case; Struct contents stay as written on bot
     load_assignment: { endpoints: [{ lb_endpoints: [{ metadata: { filter_metadata: { 'envoy.transport_socket_match': { tlsMode: 'istio' } } } }] }] },
   });
 });
+
+test('node metadata stays verbatim; a metadata matcher (RBAC) is a message and is converted', () => {
+  const got = normalizeKeys({
+    node: { id: 'n', metadata: { PROXY_CONFIG: { discoveryAddress: 'istiod:15012' } } },
+    principals: [{ metadata: { filter: 'istio_authn', path: [{ key: 'request.auth.claims' }], value: { stringMatch: { exact: 'x' } } } }],
+  });
+  assert.deepEqual(got, {
+    node: { id: 'n', metadata: { PROXY_CONFIG: { discoveryAddress: 'istiod:15012' } } },
+    principals: [{ metadata: { filter: 'istio_authn', path: [{ key: 'request.auth.claims' }], value: { string_match: { exact: 'x' } } } }],
+  });
+});

@@ -32,24 +32,16 @@ export function normalizeKeys(value: unknown, parentKey = ''): unknown {
   if (Array.isArray(value)) return value.map((v) => normalizeKeys(v, parentKey));
   if (value === null || typeof value !== 'object') return value;
   // A Struct's content is data (node metadata such as Istio's PROXY_CONFIG keeps its camelCase keys).
-  if (STRUCT_VALUED.has(parentKey) || isOpaqueStruct(parentKey, value as Record<string, unknown>)) return value;
+  if (STRUCT_VALUED.has(parentKey)) return value;
   const keepKeys = MAP_FIELDS.has(parentKey);
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     const key = keepKeys ? k : toSnakeKey(k);
-    // transport_socket_matches[].match is a Struct compared with endpoint metadata (kept verbatim too).
-    if (parentKey === 'transport_socket_matches' && key === 'match') { out[key] = v; continue; }
+    // Struct-typed fields named by their parent: the node's metadata (Istio's PROXY_CONFIG keeps its
+    // camelCase keys) and transport_socket_matches[].match (compared with endpoint metadata).
+    if ((parentKey === 'node' && key === 'metadata') || (parentKey === 'transport_socket_matches' && key === 'match')) { out[key] = v; continue; }
     // Values of a map keep their own shape: a map's value is normalised as a message.
     out[key] = normalizeKeys(v, keepKeys ? '' : key);
   }
   return out;
-}
-
-/**
- * Node metadata is a Struct: free-form JSON. (A TypedStruct's `value` is also a Struct, but it
- * holds a message in proto-JSON, so it is normalised like one.)
- */
-function isOpaqueStruct(parentKey: string, obj: Record<string, unknown>): boolean {
-  return parentKey === 'metadata' && !('filter_metadata' in obj) && !('filterMetadata' in obj) &&
-    !('typed_filter_metadata' in obj) && !('typedFilterMetadata' in obj);
 }
