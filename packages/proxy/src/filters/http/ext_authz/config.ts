@@ -5,7 +5,7 @@ import { compileMetadataMatcher, type MetadataPredicate } from '../../../policy/
 import { compilePolicyStringMatcher, type StringPredicate } from '../../../policy/string-matcher.ts';
 import type { HttpFilterConfig, HttpFilterExtension } from '../types.ts';
 import { liveExtAuthz } from './filter.ts';
-import { statusCodeByName } from './protos.ts';
+import { authProtos, statusCodeByName } from './protos.ts';
 
 export const EXT_AUTHZ_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz';
 const PER_ROUTE_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute';
@@ -129,6 +129,8 @@ function compileGrpcService(m: Msg, top: Msg): GrpcAuthzService {
   const version = top.enumOf('transport_api_version', ['AUTO', 'V2', 'V3'] as const);
   if (version !== 'V3') throw top.error('transport_api_version', `must be V3 for grpc_service (got ${version})`);
   const cluster = e.requiredStr('cluster_name');
+  // Load the Check protos with the config (about a second the first time), never on a request.
+  authProtos();
   return {
     kind: 'grpc', cluster, authority: e.str('authority') || cluster,
     timeoutMs: m.durationMs('timeout', 200),
