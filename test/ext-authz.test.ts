@@ -27,6 +27,8 @@ const CHECK = '/envoy.service.auth.v3.Authorization/Check';
 interface SeenCheck {
   readonly http: Json & { headers: Record<string, string>; path: string; body?: string; size?: number };
   readonly attributes: Json;
+  /** :authority of the Check call. */
+  readonly authority: string;
 }
 
 /** The Authorization service: its answer depends on the checked request's path. */
@@ -62,7 +64,7 @@ async function startGrpcAuthz(seen: SeenCheck[]): Promise<{ port: number; close(
   server.register(CHECK, (call: ServerUnaryCall<Buffer, Buffer>, cb: sendUnaryData<Buffer>) => {
     const req = p.checkRequest.toObject(p.checkRequest.decode(call.request), { longs: Number, defaults: false }) as { attributes: Json };
     const http = (req.attributes.request as Json).http as SeenCheck['http'];
-    seen.push({ http, attributes: req.attributes });
+    seen.push({ http, attributes: req.attributes, authority: call.getHost() });
     const reply = (): void => cb(null, Buffer.from(p.checkResponse.encode(p.checkResponse.fromObject(answer(http.path))).finish()));
     if (http.path.startsWith('/slow')) setTimeout(reply, 2000); else reply();
   }, (b: Buffer) => b, (b: Buffer) => b, 'unary');
@@ -176,6 +178,7 @@ describe('ext_authz (e2e)', { timeout: 90_000 }, () => {
     assert.equal(echo.headers['x-remove-me'], undefined);
     const c = lastCheck('/allow?x=1');
     assert.ok(c, 'the authorization server saw the check');
+    assert.equal(c.authority, 'ext-authz-grpc.local', 'envoy_grpc.authority');
     assert.equal(c.http.method, 'GET');
     assert.equal(c.http.host, `127.0.0.1:${proxy.ports.grpc}`);
     assert.equal(c.http.scheme, 'http');
@@ -214,6 +217,24 @@ describe('ext_authz (e2e)', { timeout: 90_000 }, () => {
     const allowed = await request(url('fma', '/slow/b'));
     assert.equal(allowed.status, 200, allowed.text);
     assert.equal((JSON.parse(allowed.text) as EchoReply).headers['x-envoy-auth-failure-mode-allowed'], 'true');
+  });
+
+  test('a client that leaves during the check: the call is cancelled, the request ends as DC, the backend never sees it', async () => {
+    const before = backend.requests.length;
+    // HTTP/2: the client resets its stream while the check is pending.
+    const client = h2connect(`http://127.0.0.1:${proxy.ports.grpc}`);
+    try {
+      const s = client.request({ ':method': 'GET', ':path': '/slow/gone' });
+      s.on('error', () => { /* our own reset */ });
+      await new Promise((r) => setTimeout(r, 200));
+      s.close(8 /* CANCEL */);
+    } finally {
+      client.close();
+    }
+    const line = await proxy.waitForStdout(/^AUTHZ_GRPC \/slow\/gone /m);
+    assert.match(line.trim(), /^AUTHZ_GRPC \/slow\/gone \d+ DC /);
+    assert.equal(backend.requests.length, before);
+    assert.equal((await request(url('grpc', '/allow/after-gone'))).status, 200, 'the proxy keeps serving');
   });
 
   test('with_request_body: the check carries the body (cut at max_request_bytes); the backend still gets all of it', async () => {
@@ -301,8 +322,8 @@ describe('ext_authz (e2e)', { timeout: 90_000 }, () => {
   });
 
   test('stats as Envoy names them', async () => {
-    // grpc listener: ok = allow, small, big, h2; denied = deny, plain-deny; error = slow.
-    assert.equal(await proxy.stat('http.authz_grpc.ext_authz.ok'), 4);
+    // grpc listener: ok = allow, after-gone, small, big, h2; denied = deny, plain-deny; error = slow (the cancelled call counts nothing).
+    assert.equal(await proxy.stat('http.authz_grpc.ext_authz.ok'), 5);
     assert.equal(await proxy.stat('http.authz_grpc.ext_authz.denied'), 2);
     assert.equal(await proxy.stat('http.authz_grpc.ext_authz.error'), 1);
     assert.equal(await proxy.stat('http.authz_fma.ext_authz.error'), 1);
@@ -310,8 +331,8 @@ describe('ext_authz (e2e)', { timeout: 90_000 }, () => {
     assert.equal(await proxy.stat('http.authz_http.ext_authz.ok'), 1);
     assert.equal(await proxy.stat('http.authz_http.ext_authz.denied'), 1);
     assert.equal(await proxy.stat('http.authz_http.ext_authz.error'), 1);
-    // The route's cluster counts too (5 OK checks over the three gRPC listeners and the HTTP one).
-    assert.equal(await proxy.stat('cluster.backend.ext_authz.ok'), 5);
+    // The route's cluster counts too (6 OK checks over the gRPC listeners and the HTTP one).
+    assert.equal(await proxy.stat('cluster.backend.ext_authz.ok'), 6);
     assert.equal(await proxy.stat('cluster.backend.ext_authz.denied'), 3);
   });
 });
