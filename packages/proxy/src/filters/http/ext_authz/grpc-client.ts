@@ -3,7 +3,8 @@ import type { PeerCertificate } from 'node:tls';
 import type { ClusterManager } from '../../../upstream/manager.ts';
 import type { Cluster } from '../../../upstream/cluster.ts';
 import type { Host } from '../../../upstream/host.ts';
-import { sansAccepted } from '../../../tls/context.ts';
+import type { TlsState } from '../../../tls/context.ts';
+import { sansMatch } from '../../../tls/validation.ts';
 import { messageToJson } from '../../../xds/decode.ts';
 import { log } from '../../../core/log.ts';
 import type { GrpcAuthzService } from './config.ts';
@@ -16,27 +17,43 @@ type Json = Record<string, unknown>;
 /** protobufjs's decoded message: snake_case fields, unset ones read as their defaults. */
 type Decoded = Record<string, unknown>;
 
-/** One gRPC channel (HTTP/2 connection) per host and authority, kept in the host's pools and closed with them. */
-function channelFor(cluster: Cluster, host: Host, authority: string): Client {
+/** A host's Check channel, made with the TLS state (SDS secrets) current when it was opened. */
+class AuthzChannel {
+  readonly client: Client;
+  readonly tls: TlsState | undefined;
+  constructor(client: Client, tls: TlsState | undefined) { this.client = client; this.tls = tls; }
+  close(): void { this.client.close(); }
+}
+
+/**
+ * One gRPC channel (HTTP/2 connection) per host and authority, kept in the host's pools and closed
+ * with them; reopened when the cluster's TLS secrets rotate. Undefined while its SDS secrets are missing.
+ */
+function channelFor(cluster: Cluster, host: Host, authority: string): Client | undefined {
   const key = `ext_authz_grpc|${authority}`;
   const pools = (host.pools ??= new Map());
-  const existing = pools.get(key);
-  if (existing instanceof Client) return existing;
   const tls = cluster.config.tls;
+  const state = tls?.current();
+  if (tls && !state) return undefined;
+  const existing = pools.get(key);
+  if (existing instanceof AuthzChannel) {
+    if (existing.tls === state) return existing.client;
+    existing.close();
+  }
   let creds: ChannelCredentials = credentials.createInsecure();
   const options: Record<string, string | number> = { 'grpc.default_authority': authority };
-  if (tls) {
+  if (tls && state) {
     // Verified as Envoy verifies upstreams: the chain against the cluster's CA and the SANs against its matchers, never the hostname.
-    creds = credentials.createFromSecureContext(tls.context, {
-      rejectUnauthorized: tls.verifyPeer,
-      checkServerIdentity: (_host: string, cert: PeerCertificate) => (sansAccepted(tls, cert) ? undefined
+    creds = credentials.createFromSecureContext(state.context, {
+      rejectUnauthorized: state.verifyPeer,
+      checkServerIdentity: (_host: string, cert: PeerCertificate) => (sansMatch(state.sanMatchers, cert) ? undefined
         : new Error('ext_authz server certificate SANs do not match match_subject_alt_names')),
     });
     if (tls.sni) options['grpc.ssl_target_name_override'] = tls.sni;
   }
-  const client = new Client(host.hostPort, creds, options);
-  pools.set(key, client);
-  return client;
+  const channel = new AuthzChannel(new Client(host.hostPort, creds, options), state);
+  pools.set(key, channel);
+  return channel.client;
 }
 
 const identity = (b: Buffer): Buffer => b;
@@ -66,8 +83,14 @@ export function grpcCheck(svc: GrpcAuthzService, clusters: ClusterManager | unde
   }
   const md = new Metadata();
   for (const [k, v] of svc.initialMetadata) md.add(k, v);
+  const channel = channelFor(cluster, host, svc.authority);
+  if (!channel) {
+    log.debug(`ext_authz: cluster ${svc.cluster}: TLS secrets not supplied by SDS yet`);
+    queueMicrotask(() => done(errorResult()));
+    return noop;
+  }
   cluster.stats.rqTotal.inc();
-  const call = channelFor(cluster, host, svc.authority).makeUnaryRequest(CHECK_METHOD, identity, identity, bytes, md,
+  const call = channel.makeUnaryRequest(CHECK_METHOD, identity, identity, bytes, md,
     { deadline: Date.now() + svc.timeoutMs },
     (err: ServiceError | null, reply?: Buffer) => {
       if (err || !reply) {
