@@ -271,7 +271,7 @@ describe('compileBootstrap: errors name the field', () => {
     configError(boot({ listeners: [listener('l0', 'x', 10000, { '@type': url, stat_prefix: 'r' })] }), `${F0}.typed_config`, new RegExp(url.replace(/\./g, '\\.')));
   });
   test('unsupported HTTP filter type URL', () => {
-    const url = 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz';
+    const url = 'type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit';
     const h = hcm('backend', { http_filters: [{ name: 'authz', typed_config: { '@type': url } }, { name: 'router', typed_config: { '@type': ROUTER } }] });
     configError(boot({ listeners: [listener('l0', 'backend', 10000, h)] }), `${F0}.typed_config.http_filters[0].typed_config`, new RegExp(url.replace(/\./g, '\\.')));
   });

@@ -22,7 +22,8 @@ export interface Exchange {
   /** Request headers without pseudo-headers; the router edits them in place for the upstream. */
   readonly headers: Headers;
   readonly hasBody: boolean;
-  readonly body: Readable;
+  /** The request body. A filter that buffered it (ext_authz with_request_body) puts back a stream that replays those bytes. */
+  body: Readable;
   readonly conn: ConnInfo;
   readonly headersSent: boolean;
   respond(status: number, headers: OutgoingHttpHeaders, endStream: boolean): void;
@@ -43,7 +44,7 @@ export class H2Exchange implements Exchange {
   readonly scheme: string;
   readonly headers: Headers;
   readonly hasBody: boolean;
-  readonly body: Readable;
+  body: Readable;
   readonly conn: ConnInfo;
   private readonly stream: ServerHttp2Stream;
   private trailers: Headers | undefined;

@@ -29,6 +29,9 @@ export class FilterChainRun implements FilterCallbacks {
   private readonly abandon: () => void;
   private index = 0;
   private ended = false;
+  /** Set while a filter waits on a call (onCancel); cleared when the chain moves on. */
+  private cancel: (() => void) | undefined;
+  private watchingClose = false;
 
   constructor(ex: Exchange, rec: RequestRecord, route: Route | undefined, vhost: VirtualHost | undefined, filters: readonly NamedFilter[],
     table: RouteConfigLevel, proceed: () => void,
@@ -43,11 +46,20 @@ export class FilterChainRun implements FilterCallbacks {
     return v === FILTER_DISABLED ? undefined : v as T | undefined;
   }
 
+  perRouteAll<T>(name: string): readonly T[] {
+    const out: T[] = [];
+    for (const v of [this.table.perFilter?.get(name), this.vhost?.perFilter?.get(name), this.route?.perFilter?.get(name)]) {
+      if (v !== undefined && v !== FILTER_DISABLED) out.push(v as T);
+    }
+    return out;
+  }
+
   private disabled(name: string): boolean {
     return (this.route?.perFilter?.get(name) ?? this.vhost?.perFilter?.get(name) ?? this.table.perFilter?.get(name)) === FILTER_DISABLED;
   }
 
   continueDecoding(): void {
+    this.cancel = undefined;
     while (this.index < this.filters.length) {
       if (this.ended) return;
       const f = this.filters[this.index++];
@@ -73,7 +85,22 @@ export class FilterChainRun implements FilterCallbacks {
     });
   }
 
+  onCancel(cancelled: () => void): void {
+    this.cancel = cancelled;
+    if (this.watchingClose) return;
+    this.watchingClose = true;
+    this.ex.watch(noop, () => {
+      const c = this.cancel;
+      if (!c || this.ended) return;
+      this.cancel = undefined;
+      c();
+      this.ended = true;
+      this.abandon();
+    });
+  }
+
   sendLocalReply(status: number, body: string | undefined, flag: string, details: string, headers?: Headers): void {
+    this.cancel = undefined;
     if (this.ended) return;
     this.ended = true;
     this.localReply(status, body, flag, details, headers);

@@ -16,6 +16,7 @@ export const Flag = {
   LocalReset: 'LR',
   UpstreamProtocolError: 'UPE',
   DirectResponse: 'DR',
+  UnauthorizedExternalService: 'UAEX',
 } as const;
 
 export type ResponseFlag = (typeof Flag)[keyof typeof Flag];

@@ -65,12 +65,13 @@ function element(conn: ConnInfo, c: XfccConfig): string {
 }
 
 /** RFC 2253 order: most specific attribute first. */
-function subjectOf(cert: PeerCertificate): string {
+export function subjectOf(cert: PeerCertificate): string {
   const s = cert.subject as unknown as Record<string, string | string[]> | undefined;
   if (!s) return '';
   return Object.entries(s).reverse().map(([k, v]) => `${k}=${Array.isArray(v) ? v.join('+') : v}`).join(',');
 }
 
-function pem(der: Buffer): string {
+/** DER as PEM (64-column base64, trailing newline), as Envoy prints certificates. */
+export function pem(der: Buffer): string {
   return `-----BEGIN CERTIFICATE-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END CERTIFICATE-----\n`;
 }

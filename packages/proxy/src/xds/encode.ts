@@ -154,3 +154,8 @@ export function toPlainMessage(typeName: string, json: unknown, path = ''): Json
   if (!type) throw new XdsEncodeError(path, `unknown message type ${typeName}`);
   return jsonToPlain(type, json, path) as Json;
 }
+
+/** A plain JSON object as the protobufjs shape of a google.protobuf.Struct (for messages built in code). */
+export function structPlain(json: Json): Json {
+  return structToPlain(json, '');
+}

@@ -20,6 +20,8 @@ const LOADED_TREES: ReadonlyArray<readonly [string, string]> = [
   ['envoy-api', 'envoy/type'],
   ['envoy-api', 'envoy/service/discovery'],
   ['envoy-api', 'envoy/admin/v3'],
+  // ext_authz's Check service (CheckRequest/CheckResponse): two files, ~2-10 ms more on a ~0.6-1.3 s load.
+  ['envoy-api', 'envoy/service/auth/v3'],
   ['xds', 'udpa/type'],
   ['xds', 'xds/type'],
 ];

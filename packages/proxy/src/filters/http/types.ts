@@ -28,6 +28,8 @@ export interface FilterCallbacks {
   readonly vhost: VirtualHost | undefined;
   /** The most specific typed_per_filter_config for this filter (route, then virtual host, then route config). */
   perRoute<T>(filterName: string): T | undefined;
+  /** Every typed_per_filter_config for this filter, least specific first (route config, virtual host, route): for filters that merge them. */
+  perRouteAll<T>(filterName: string): readonly T[];
   /** Resume the chain after a filter returned 'stop'. */
   continueDecoding(): void;
   /**
@@ -35,6 +37,11 @@ export interface FilterCallbacks {
    * (it answered itself). If the downstream leaves first, `cancelled` runs and the request ends there.
    */
   continueAfter(ms: number, wake: () => boolean, cancelled: () => void): void;
+  /**
+   * For a filter that returned 'stop' to wait on a call (ext_authz): if the downstream leaves before
+   * continueDecoding or sendLocalReply, `cancelled` runs and the request ends there.
+   */
+  onCancel(cancelled: () => void): void;
   /** Answer locally; the chain ends. */
   sendLocalReply(status: number, body: string | undefined, flag: string, details: string, headers?: Headers): void;
 }

@@ -188,6 +188,8 @@ export class H1Exchange implements Exchange {
   private bodyRemaining: number;
   private readonly chunked: ChunkedDecoder | undefined;
   private bodyStream: Readable | undefined;
+  /** Set by a filter that buffered the body: the connection keeps feeding bodyStream, readers get this. */
+  private bodyOverride: Readable | undefined;
   private bodyQueue: Buffer[] | undefined;
   private chunkedOut = false;
   private noBody = false;
@@ -214,8 +216,9 @@ export class H1Exchange implements Exchange {
     this.bodyDone = !this.hasBody;
   }
 
-  /** The request body as a stream; created on first use, fed by the connection. */
+  /** The request body as a stream; created on first use, fed by the connection (or a filter's replacement). */
   get body(): Readable {
+    if (this.bodyOverride) return this.bodyOverride;
     if (!this.bodyStream) {
       const socket = this.c.socket;
       this.bodyStream = new Readable({ read: () => { if (!this.c.isClosed && socket.isPaused()) socket.resume(); } });
@@ -225,6 +228,8 @@ export class H1Exchange implements Exchange {
     }
     return this.bodyStream;
   }
+
+  set body(replacement: Readable) { this.bodyOverride = replacement; }
 
   private pushBody(chunk: Buffer): void {
     if (!this.bodyStream) { (this.bodyQueue ??= []).push(chunk); return; }
