@@ -34,7 +34,7 @@ function inboundCluster(mesh: Mesh, w: MeshWorkload, ip: InboundPort): Json {
     // The app listens on the pod IP; connect to where the peer was going, from 127.0.0.6 (iptables lets that through).
     return {
       '@type': T.cluster, name, type: 'ORIGINAL_DST', connect_timeout: '10s', lb_policy: 'CLUSTER_PROVIDED', cleanup_interval: '60s',
-      circuit_breakers: UNLIMITED, upstream_bind_config: { source_address: socketAddress('127.0.0.6', 0) }, metadata,
+      circuit_breakers: UNLIMITED, upstream_bind_config: { source_address: { address: '127.0.0.6', port_value: 0 } }, metadata,
     };
   }
   const app = w.app.get(ip.target) ?? { address: '127.0.0.1', port: ip.target };

@@ -32,15 +32,18 @@ function cla(mesh: Mesh, name: string, s: MeshService, p: ServicePort, subsetLab
     const md: Json = { istio: { workload: workloadMetadata(mesh, w) } };
     // Sidecar'd endpoints take Istio mTLS (the cluster's tlsMode-istio transport socket match).
     if (w.sidecar) md['envoy.transport_socket_match'] = { tlsMode: 'istio' };
-    return { endpoint: { address: socketAddress(a.address, a.port) }, health_status: 'HEALTHY', metadata: { filter_metadata: md }, load_balancing_weight: 1 };
+    return { endpoint: { address: socketAddress(a.address, a.port), health_check_config: {} }, health_status: 'HEALTHY', metadata: { filter_metadata: md }, load_balancing_weight: 1 };
   });
   const out: Json = { '@type': T.cla, cluster_name: name };
   if (lb.length) out.endpoints = [{ locality: {}, lb_endpoints: lb, load_balancing_weight: lb.length }];
+  out.policy = { overprovisioning_factor: 140 };
   return out;
 }
 
 function cluster(mesh: Mesh, name: string, s: MeshService, p: ServicePort, subset: string, subsetLabels?: Readonly<Record<string, string>>): Json {
   const istio: Json = { default_original_port: p.port, services: [serviceRef(s)] };
+  // Subsets are the mesh file's DestinationRule: name it as istiod does.
+  if (s.subsets.size) istio.config = `/apis/networking.istio.io/v1alpha3/namespaces/${s.namespace}/destination-rule/${s.name}`;
   if (subset) istio.subset = subset;
   const c: Json = {
     '@type': T.cluster, name, type: 'EDS', eds_cluster_config: { eds_config: ADS_SOURCE, service_name: name },

@@ -99,13 +99,19 @@ export function istioMutualUpstream(sans: readonly string[], sni: string): Json 
   };
 }
 
+/** istiod's inbound cipher list (ECDHE and AES-GCM only). */
+const INBOUND_CIPHERS = [
+  'ECDHE-ECDSA-AES256-GCM-SHA384', 'ECDHE-RSA-AES256-GCM-SHA384', 'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256', 'AES256-GCM-SHA384', 'AES128-GCM-SHA256',
+];
+
 export function istioMutualDownstream(trustDomain: string, alpn: readonly string[]): Json {
   return {
     name: 'envoy.transport_sockets.tls',
     typed_config: {
       '@type': T.downstreamTls,
       common_tls_context: {
-        tls_params: TLS_PARAMS, alpn_protocols: [...alpn],
+        tls_params: { ...TLS_PARAMS, cipher_suites: INBOUND_CIPHERS }, alpn_protocols: [...alpn],
         tls_certificate_sds_secret_configs: [sdsSecret('default')],
         combined_validation_context: {
           default_validation_context: { match_subject_alt_names: [{ prefix: `spiffe://${trustDomain}/` }] },
