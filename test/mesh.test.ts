@@ -12,6 +12,7 @@ import { startControlPlane, adsBootstrap, type RunningControlPlane } from './lib
 import { cleanup, freePort, startProxy, type Json, type RunningProxy } from './lib/proxy.ts';
 import { startHttpBackend, startTcpEcho, type Backend } from './lib/backends.ts';
 import { openSocket, readUntil, request, sleep } from './lib/client.ts';
+import { DeltaClient } from '../packages/controlplane/test/lib/delta-client.ts';
 
 const SLEEP = { ip: '127.0.0.11', out: '127.0.1.11' };
 const REVIEWS_V1 = { ip: '127.0.0.21', out: '127.0.1.21' };
@@ -130,6 +131,26 @@ describe('mesh file → sidecars (skua-controlplane --mesh, two skua-proxy sidec
     const got = await readUntil(s, (b) => b.toString().includes('ping-details'));
     s.destroy();
     assert.equal(got.toString(), 'ping-details');
+  });
+
+  test('a ztunnel subscribing over Delta gets the same mesh as WDS', async () => {
+    const z = new DeltaClient(cp.port, { id: 'ztunnel~127.0.0.5~ztunnel-x.istio-system~istio-system.svc.cluster.local', metadata: { NAMESPACE: 'istio-system' } });
+    try {
+      z.subscribe('type.googleapis.com/istio.workload.Address', []);
+      z.subscribe('type.googleapis.com/istio.security.Authorization', []);
+      await z.waitFor(() => z.names('type.googleapis.com/istio.workload.Address').length === 6, 'services and workloads');
+      assert.deepEqual(z.names('type.googleapis.com/istio.workload.Address'), [
+        'Kubernetes//Pod/default/details-v1', 'Kubernetes//Pod/default/reviews-v1', 'Kubernetes//Pod/default/reviews-v2', 'Kubernetes//Pod/default/sleep',
+        'default/details.default.svc.cluster.local', 'default/reviews.default.svc.cluster.local',
+      ]);
+      const w = z.get('type.googleapis.com/istio.workload.Address', 'Kubernetes//Pod/default/reviews-v1')!.workload as Json;
+      assert.deepEqual(w.services, { 'default/reviews.default.svc.cluster.local': { ports: [{ service_port: reviewsPort, target_port: reviewsPort }] } });
+      assert.equal(w.service_account, 'bookinfo-reviews');
+      // Envoy's types are not pushed to a WDS-only subscriber.
+      assert.ok(z.responses.every((r) => r.type_url.startsWith('type.googleapis.com/istio.')));
+    } finally {
+      z.close();
+    }
   });
 
   test('a mesh-file edit (weights 0/100) takes effect live', async () => {
