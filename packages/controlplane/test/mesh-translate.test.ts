@@ -252,3 +252,18 @@ describe('bad mesh files are refused naming the field', () => {
     refuse('mesh: { mtls: SOMETIMES }', /mesh\.mtls: must be PERMISSIVE, STRICT or DISABLE/);
   });
 });
+
+describe('the README example', () => {
+  test('parses and translates (both capture modes)', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const yaml = /## Mesh files\n\n```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
+    assert.ok(yaml, 'the README has the example');
+    for (const capture of ['iptables', 'none']) {
+      const doc = parse(yaml) as Json;
+      (doc.mesh as Json).capture = capture;
+      const out = translateMesh(parseMesh(doc));
+      assert.deepEqual([...out.sidecars.keys()], ['sidecar~10.244.0.21~reviews-v1-5d8f9c.default~default.svc.cluster.local']);
+      assert.equal(out.wds.length, 3);
+    }
+  });
+});
