@@ -3,15 +3,17 @@
 // sidecars (sleep's, the client, over Delta ADS; reviews-v1's over SotW) take it by ADS with
 // their workloads' node ids. Requests from sleep through its outbound listener reach the right
 // backends per the routes (header match, weights, fault), reviews-v1 is reached through its
-// sidecar's inbound listener, and a weight change in the mesh file takes effect live.
-// Plaintext (mtls DISABLE): the proxy has no SDS/transport_socket_matches yet. No traffic capture
-// (capture none): listeners bind loopback addresses of their own.
+// sidecar's inbound listener over Istio mTLS (mtls STRICT: certificates from the local CA through
+// each sidecar's secret manager, SDS `default`/`ROOTCA`), plain reviews-v2 in plaintext, and a
+// weight change in the mesh file takes effect live. No traffic capture (capture none): listeners
+// bind loopback addresses of their own.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startControlPlane, adsBootstrap, type RunningControlPlane } from './lib/controlplane.ts';
 import { cleanup, freePort, startProxy, type Json, type RunningProxy } from './lib/proxy.ts';
 import { startHttpBackend, startTcpEcho, type Backend } from './lib/backends.ts';
 import { openSocket, readUntil, request, sleep } from './lib/client.ts';
+import { startLocalCa, workload, type LocalCa, type Workload } from './lib/mesh.ts';
 import { DeltaClient } from '../packages/controlplane/test/lib/delta-client.ts';
 
 const SLEEP = { ip: '127.0.0.11', out: '127.0.1.11' };
@@ -42,10 +44,11 @@ async function eventually(what: string, check: () => Promise<boolean>, timeoutMs
 describe('mesh file → sidecars (skua-controlplane --mesh, two skua-proxy sidecars)', () => {
   let cp: RunningControlPlane, sleepProxy: RunningProxy, reviewsProxy: RunningProxy;
   let v1: Backend, v2: Backend, details: Backend;
+  let ca: LocalCa, wlSleep: Workload, wlReviews: Workload;
   let reviewsPort: number, detailsPort: number;
 
   const mesh = (weights: { v1: number; v2: number }): Json => ({
-    mesh: { mtls: 'DISABLE', capture: 'none' },
+    mesh: { mtls: 'STRICT', capture: 'none' },
     services: [
       { name: 'reviews', vip: '10.96.0.21', ports: [{ port: reviewsPort, protocol: 'http' }], subsets: { v1: { version: 'v1' }, v2: { version: 'v2' } } },
       { name: 'details', vip: '10.96.0.31', ports: [{ port: detailsPort, protocol: 'tcp' }] },
@@ -60,6 +63,7 @@ describe('mesh file → sidecars (skua-controlplane --mesh, two skua-proxy sidec
       host: 'reviews',
       http: [
         { name: 'canary', match: [{ headers: { 'x-canary': { exact: 'true' } } }], route: [{ subset: 'v2' }] },
+        { name: 'pin-v1', match: [{ headers: { 'x-version': { exact: 'v1' } } }], route: [{ subset: 'v1' }] },
         { name: 'teapot', match: [{ headers: { 'x-fault': { exact: 'abort' } } }], route: [{ subset: 'v1' }], fault: { abort: { http_status: 418, percent: 100 } } },
         { name: 'split', route: [{ subset: 'v1', weight: weights.v1 }, { subset: 'v2', weight: weights.v2 }], retries: { attempts: 2, retry_on: 'connect-failure' }, timeout: '5s' },
       ],
@@ -73,12 +77,18 @@ describe('mesh file → sidecars (skua-controlplane --mesh, two skua-proxy sidec
     [v1, v2, details] = await Promise.all([startHttpBackend('reviews-v1'), startHttpBackend('reviews-v2'), startTcpEcho()]);
     reviewsPort = await freePort();
     detailsPort = await freePort();
+    ca = await startLocalCa();
+    wlSleep = workload(ca, 'default', 'sleep');
+    wlReviews = workload(ca, 'default', 'bookinfo-reviews');
     cp = await startControlPlane({}, { mesh: mesh({ v1: 50, v2: 50 }) });
-    sleepProxy = await startProxy(() => sidecarBootstrap(cp.port, true, `sidecar~${SLEEP.ip}~sleep.default~default.svc.cluster.local`, 'sleep', 'sleep', 'latest'));
-    reviewsProxy = await startProxy(() => sidecarBootstrap(cp.port, false, `sidecar~${REVIEWS_V1.ip}~reviews-v1.default~default.svc.cluster.local`, 'reviews-v1', 'reviews', 'v1'));
-    await eventually('both sidecars serving', async () => (await call({ 'x-fault': 'abort' })).status === 418 && (await request(`http://${REVIEWS_V1.ip}:${reviewsPort}/`)).status === 200);
+    sleepProxy = await startProxy(() => sidecarBootstrap(cp.port, true, `sidecar~${SLEEP.ip}~sleep.default~default.svc.cluster.local`, 'sleep', 'sleep', 'latest'),
+      { env: wlSleep.env, cwd: wlSleep.dir });
+    reviewsProxy = await startProxy(() => sidecarBootstrap(cp.port, false, `sidecar~${REVIEWS_V1.ip}~reviews-v1.default~default.svc.cluster.local`, 'reviews-v1', 'reviews', 'v1'),
+      { env: wlReviews.env, cwd: wlReviews.dir });
+    await eventually('both sidecars serving', async () => (await call({ 'x-fault': 'abort' })).status === 418 && (await call({ 'x-version': 'v1' })).status === 200);
   });
-  after(() => cleanup(() => sleepProxy?.stop(), () => reviewsProxy?.stop(), () => cp?.stop(), () => v1?.close(), () => v2?.close(), () => details?.close()));
+  after(() => cleanup(() => sleepProxy?.stop(), () => reviewsProxy?.stop(), () => cp?.stop(), () => ca?.close(), () => wlSleep?.remove(), () => wlReviews?.remove(),
+    () => v1?.close(), () => v2?.close(), () => details?.close()));
 
   test('the sidecars hold istiod-named config: 0.0.0.0_<port> + RDS <port>, outbound|<port>|<subset>|<host>, inbound|<port>||', async () => {
     const dump = JSON.parse((await sleepProxy.admin('/config_dump')).body) as { configs: Json[] };
@@ -92,6 +102,18 @@ describe('mesh file → sidecars (skua-controlplane --mesh, two skua-proxy sidec
     assert.ok(rv.includes(`"inbound|${reviewsPort}||"`) && rv.includes(`"virtualInbound_${REVIEWS_V1.ip}_${reviewsPort}"`));
     assert.equal(await sleepProxy.stat('control_plane.connected_state'), 1);
     assert.equal(await reviewsProxy.stat('control_plane.connected_state'), 1);
+  });
+
+  test('STRICT mTLS: sleep → reviews-v1 sidecar carries sleep\'s SPIFFE id; plaintext to the inbound port is refused', async () => {
+    const r = await call({ 'x-version': 'v1' });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers['x-backend'], 'reviews-v1');
+    // The inbound HCM (forward_client_cert_details APPEND_FORWARD) tells the app who called.
+    assert.match(String(v1.requests.at(-1)?.headers['x-forwarded-client-cert']), /URI=spiffe:\/\/cluster\.local\/ns\/default\/sa\/sleep/);
+    assert.ok(((await sleepProxy.stat(`cluster.outbound|${reviewsPort}|v1|reviews.default.svc.cluster.local.ssl.handshake`)) ?? 0) >= 1);
+    await assert.rejects(request(`http://${REVIEWS_V1.ip}:${reviewsPort}/plain`, { timeoutMs: 3000 }));
+    // Plain reviews-v2 (no sidecar, no tlsMode label) is reached in plaintext.
+    assert.equal((await call({ 'x-canary': 'true' })).headers['x-backend'], 'reviews-v2');
   });
 
   test('header match: x-canary: true always reaches reviews-v2', async () => {
@@ -113,6 +135,8 @@ describe('mesh file → sidecars (skua-controlplane --mesh, two skua-proxy sidec
   test('weights 50/50 reach both versions; v1 through its own sidecar\'s inbound listener', async () => {
     const seen = { 'reviews-v1': 0, 'reviews-v2': 0 } as Record<string, number>;
     const inboundBefore = (await reviewsProxy.stat(`cluster.inbound|${reviewsPort}||.upstream_rq_total`)) ?? 0;
+    const v1Cluster = `cluster.outbound|${reviewsPort}|v1|reviews.default.svc.cluster.local.upstream_rq_200`;
+    const outboundBefore = (await sleepProxy.stat(v1Cluster)) ?? 0;
     for (let i = 0; i < 100; i++) {
       const r = await call();
       assert.equal(r.status, 200);
@@ -120,7 +144,7 @@ describe('mesh file → sidecars (skua-controlplane --mesh, two skua-proxy sidec
     }
     assert.ok(seen['reviews-v1'] >= 20 && seen['reviews-v2'] >= 20, JSON.stringify(seen));
     assert.equal(await reviewsProxy.stat(`cluster.inbound|${reviewsPort}||.upstream_rq_total`), inboundBefore + seen['reviews-v1']);
-    assert.equal(await sleepProxy.stat(`cluster.outbound|${reviewsPort}|v1|reviews.default.svc.cluster.local.upstream_rq_200`), seen['reviews-v1']);
+    assert.equal(await sleepProxy.stat(v1Cluster), outboundBefore + seen['reviews-v1']);
     // The v1 backend saw the hop through both sidecars (the inbound HCM adds its request id).
     assert.ok(v1.requests.at(-1)?.headers['x-request-id']);
   });
@@ -165,9 +189,9 @@ describe('mesh file → sidecars (skua-controlplane --mesh, two skua-proxy sidec
 
   test('a broken mesh file is reported and the last good config keeps serving', async () => {
     const bad = mesh({ v1: 100, v2: 0 });
-    ((bad.routes as Json[])[0].http as Json[])[2].route = [{ subset: 'v9' }];
+    ((bad.routes as Json[])[0].http as Json[])[3].route = [{ subset: 'v9' }];
     cp.writeMesh(bad);
-    await eventually('the problem reported', async () => /routes\[0\]\.http\[2\]\.route\[0\]\.subset: unknown subset "v9" of reviews/.test(cp.log()));
+    await eventually('the problem reported', async () => /routes\[0\]\.http\[3\]\.route\[0\]\.subset: unknown subset "v9" of reviews/.test(cp.log()));
     assert.equal((await call()).headers['x-backend'], 'reviews-v2');
   });
 });
