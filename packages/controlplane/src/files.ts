@@ -22,19 +22,28 @@ export interface FileProblem {
   readonly message: string;
 }
 
-/** Encodes a list of proto-JSON resources (with `@type`) into a group. Throws naming the resource. */
-export function groupOf(source: string, resources: readonly Json[], forNodes?: readonly string[]): ResourceGroup {
+/**
+ * Encodes a list of proto-JSON resources (with `@type`) into a group. Throws naming the resource.
+ * `cache` (JSON text → resource) lets many groups share the encoding of identical resources.
+ */
+export function groupOf(source: string, resources: readonly Json[], forNodes?: readonly string[], cache?: Map<string, CpResource>): ResourceGroup {
   const byType = new Map<string, Map<string, CpResource>>();
   for (const [i, raw] of resources.entries()) {
     const typeUrl = String(raw['@type'] ?? '');
     const json = typeUrl === TYPE_URL.authorization ? authorizationFromGroups(raw) : raw;
     const name = resourceName(typeUrl, json) || String(json.cluster_name ?? json.clusterName ?? '');
     if (!name) throw new Error(`resources[${i}] (${typeUrl || 'no @type'}) has no name`);
-    let any;
-    try { any = encodeResource(json, `resources[${i}]`); } catch (e) { throw new Error(`${name}: ${(e as Error).message}`); }
+    const key = cache ? JSON.stringify(json) : '';
+    let r = cache?.get(key);
+    if (!r) {
+      let any;
+      try { any = encodeResource(json, `resources[${i}]`); } catch (e) { throw new Error(`${name}: ${(e as Error).message}`); }
+      r = { name, version: contentVersion(any.value), any };
+      cache?.set(key, r);
+    }
     let m = byType.get(typeUrl);
     if (!m) { m = new Map(); byType.set(typeUrl, m); }
-    m.set(name, { name, version: contentVersion(any.value), any });
+    m.set(name, r);
   }
   return { source, nodes: selectorOf(forNodes), byType };
 }

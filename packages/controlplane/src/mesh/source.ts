@@ -5,7 +5,7 @@
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { parse } from 'yaml';
-import type { ResourceGroup } from '../ads/resources.ts';
+import type { CpResource, ResourceGroup } from '../ads/resources.ts';
 import { groupOf } from '../files.ts';
 import { parseMesh } from './model.ts';
 import { translateMesh, type MeshConfig } from './translate.ts';
@@ -15,7 +15,9 @@ export function meshGroups(source: string, config: MeshConfig): ResourceGroup[] 
   const ids = [...config.sidecars.keys()];
   const groups: ResourceGroup[] = [];
   if (ids.length) groups.push(groupOf(`${source}#clusters`, config.sharedClusters, ids));
-  for (const [id, resources] of config.sidecars) groups.push(groupOf(`${source}#${id}`, resources, [id]));
+  // Sidecars in one namespace mostly get identical listeners and routes: encode each once.
+  const cache = new Map<string, CpResource>();
+  for (const [id, resources] of config.sidecars) groups.push(groupOf(`${source}#${id}`, resources, [id], cache));
   groups.push(groupOf(`${source}#wds`, config.wds));
   return groups;
 }
