@@ -13,6 +13,8 @@ export interface RunningControlPlane {
   readonly dir: string;
   /** Writes `resources` as <name>.json in the watched directory. */
   write(name: string, resources: Json[]): void;
+  /** Replaces the mesh file (`--mesh`, when started with one). */
+  writeMesh(doc: Json): void;
   log(): string;
   /** Kills the process (SIGKILL: a crash, not a goodbye). */
   kill(): Promise<void>;
@@ -20,8 +22,16 @@ export interface RunningControlPlane {
   stop(): Promise<void>;
 }
 
-export async function startControlPlane(files: Record<string, Json[]> = {}): Promise<RunningControlPlane> {
+export async function startControlPlane(files: Record<string, Json[]> = {}, opts: { mesh?: Json } = {}): Promise<RunningControlPlane> {
   const dir = mkdtempSync(path.join(tmpdir(), 'skua-cp-'));
+  // The mesh file lives outside the resource directory (every YAML/JSON there is read as resources).
+  const meshDir = mkdtempSync(path.join(tmpdir(), 'skua-mesh-'));
+  const meshFile = path.join(meshDir, 'mesh.yaml');
+  const writeMesh = (doc: Json): void => {
+    writeFileSync(path.join(meshDir, '.mesh.tmp'), JSON.stringify(doc, null, 1));
+    renameSync(path.join(meshDir, '.mesh.tmp'), meshFile);
+  };
+  if (opts.mesh) writeMesh(opts.mesh);
   const port = await freePort();
   let child: ChildProcess | undefined;
   let out = '';
@@ -33,7 +43,8 @@ export async function startControlPlane(files: Record<string, Json[]> = {}): Pro
   };
   for (const [n, r] of Object.entries(files)) write(n, r);
   const launch = async (): Promise<void> => {
-    const c = spawn(process.execPath, [controlPlaneMain, '--config-dir', dir, '--xds-address', `127.0.0.1:${port}`], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const args = [controlPlaneMain, '--config-dir', dir, '--xds-address', `127.0.0.1:${port}`, ...(opts.mesh ? ['--mesh', meshFile] : [])];
+    const c = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
     child = c;
     c.unref();
     c.stderr?.setEncoding('utf8');
@@ -57,9 +68,9 @@ export async function startControlPlane(files: Record<string, Json[]> = {}): Pro
   await launch();
   process.once('exit', () => { if (child && child.exitCode === null) child.kill('SIGKILL'); });
   return {
-    port, dir, write, log: () => out, kill,
+    port, dir, write, writeMesh, log: () => out, kill,
     restart: launch,
-    async stop() { await kill(); rmSync(dir, { recursive: true, force: true }); },
+    async stop() { await kill(); rmSync(dir, { recursive: true, force: true }); rmSync(meshDir, { recursive: true, force: true }); },
   };
 }
 

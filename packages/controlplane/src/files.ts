@@ -3,6 +3,7 @@
  *  - `resources: [...]` (a DiscoveryResponse-shaped list of `{"@type": ...}` resources),
  *  - an Envoy /config_dump (its dynamic listeners, clusters, routes, endpoints, secrets),
  *  - a single resource with `@type`, or a YAML stream of the above,
+ *  - WDS resources for ztunnel (`istio.workload.Address`, `istio.security.Authorization`; Delta only),
  * optionally with `for_nodes: ["sidecar~*", "<node id>"]` to serve it only to those nodes.
  * A file that fails to parse or encode is reported and its last good content keeps serving.
  */
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { encodeResource } from '@skua/proxy/xds/encode.ts';
 import { resourceName } from '@skua/proxy/xds/types.ts';
+import { TYPE_URL } from '@skua/proxy/xds/discovery.ts';
 import { contentVersion, selectorOf, type CpResource, type ResourceGroup } from './ads/resources.ts';
 
 type Json = Record<string, unknown>;
@@ -20,20 +22,40 @@ export interface FileProblem {
   readonly message: string;
 }
 
-/** Encodes a list of proto-JSON resources (with `@type`) into a group. Throws naming the resource. */
-export function groupOf(source: string, resources: readonly Json[], forNodes?: readonly string[]): ResourceGroup {
+/**
+ * Encodes a list of proto-JSON resources (with `@type`) into a group. Throws naming the resource.
+ * `cache` (JSON text → resource) lets many groups share the encoding of identical resources.
+ */
+export function groupOf(source: string, resources: readonly Json[], forNodes?: readonly string[], cache?: Map<string, CpResource>): ResourceGroup {
   const byType = new Map<string, Map<string, CpResource>>();
-  for (const [i, json] of resources.entries()) {
-    const typeUrl = String(json['@type'] ?? '');
+  for (const [i, raw] of resources.entries()) {
+    const typeUrl = String(raw['@type'] ?? '');
+    const json = typeUrl === TYPE_URL.authorization ? authorizationFromGroups(raw) : raw;
     const name = resourceName(typeUrl, json) || String(json.cluster_name ?? json.clusterName ?? '');
     if (!name) throw new Error(`resources[${i}] (${typeUrl || 'no @type'}) has no name`);
-    let any;
-    try { any = encodeResource(json, `resources[${i}]`); } catch (e) { throw new Error(`${name}: ${(e as Error).message}`); }
+    const key = cache ? JSON.stringify(json) : '';
+    let r = cache?.get(key);
+    if (!r) {
+      let any;
+      try { any = encodeResource(json, `resources[${i}]`); } catch (e) { throw new Error(`${name}: ${(e as Error).message}`); }
+      r = { name, version: contentVersion(any.value), any };
+      cache?.set(key, r);
+    }
     let m = byType.get(typeUrl);
     if (!m) { m = new Map(); byType.set(typeUrl, m); }
-    m.set(name, { name, version: contentVersion(any.value), any });
+    m.set(name, r);
   }
   return { source, nodes: selectorOf(forNodes), byType };
+}
+
+/**
+ * istiod's WDS goldens print an Authorization's three rule levels as groups/rules/matches; the wire
+ * (and ztunnel's proto) calls them rules/clauses/matches. Accept both spellings.
+ */
+export function authorizationFromGroups(json: Json): Json {
+  if (!Array.isArray(json.groups)) return json;
+  const { groups, ...rest } = json;
+  return { ...rest, rules: (groups as Json[]).map((g) => ({ clauses: Array.isArray(g.rules) ? g.rules : [] })) };
 }
 
 /** The resources a parsed document holds (see the module comment for the shapes). */

@@ -1,8 +1,8 @@
 /**
- * skua-controlplane: serves xDS (SotW and Delta ADS) from a directory of resource files,
- * pushing what changed when the files change, and optionally the CA (istiod's
- * IstioCertificateService, TLS) for the proxies' workload certificates.
- *   skua-controlplane --config-dir DIR [--xds-address 127.0.0.1:15010]
+ * skua-controlplane: serves xDS (SotW and Delta ADS) and WDS (Delta) from a directory of resource
+ * files and/or a compact mesh description, pushing what changed when the files change, and
+ * optionally the CA (istiod's IstioCertificateService, TLS) for the proxies' workload certificates.
+ *   skua-controlplane [--config-dir DIR] [--mesh FILE] [--xds-address 127.0.0.1:15010]
  *                     [--ca-address 127.0.0.1:15012 --state-dir DIR [--cacerts DIR] [--trust-domain cluster.local]]
  *   skua-controlplane token --state-dir DIR --namespace NS --service-account SA [--ttl 1h]
  */
@@ -13,12 +13,15 @@ import { startCaServer } from './ca/server.ts';
 import { TokenAuthority } from './ca/token.ts';
 import { Snapshot } from './ads/snapshot.ts';
 import { AdsServer } from './ads/server.ts';
+import type { ResourceGroup } from './ads/resources.ts';
 import { FileSource } from './files.ts';
+import { MeshSource } from './mesh/source.ts';
 
 if (process.argv[2] === 'token') process.exit(await runCaCli(process.argv.slice(2)));
 const { values } = parseArgs({
   options: {
     'config-dir': { type: 'string' },
+    mesh: { type: 'string' },
     'xds-address': { type: 'string', default: '127.0.0.1:15010' },
     'ca-address': { type: 'string' },
     'state-dir': { type: 'string' },
@@ -27,22 +30,36 @@ const { values } = parseArgs({
   },
 });
 const dir = values['config-dir'];
-if (!dir) {
-  process.stderr.write('usage: skua-controlplane --config-dir DIR [--xds-address HOST:PORT]\n');
+const meshFile = values.mesh;
+if (!dir && !meshFile) {
+  process.stderr.write('usage: skua-controlplane [--config-dir DIR] [--mesh FILE] [--xds-address HOST:PORT] [--ca-address HOST:PORT --state-dir DIR]\n');
   process.exit(2);
 }
 const log = (line: string): void => { process.stderr.write(`${new Date().toISOString()} ${line}\n`); };
 const snapshot = new Snapshot();
-const files = new FileSource(dir);
+const files = dir ? new FileSource(dir) : undefined;
+const mesh = meshFile ? new MeshSource(meshFile) : undefined;
+let fileGroups: ResourceGroup[] = [];
+let meshGroups: ResourceGroup[] = [];
 const report = (problems: readonly { file: string; message: string }[]): void => {
   for (const p of problems) log(`config: ${p.file}: ${p.message} (its last good content keeps serving)`);
 };
-snapshot.set(files.scan());
-report(files.problems);
-files.watch((groups, problems) => { report(problems); snapshot.set(groups); log(`config: ${snapshot.resourceCount} resources`); });
+// Mesh groups come last: a translated resource wins over a same-named one from the directory.
+const publish = (): void => { snapshot.set([...fileGroups, ...meshGroups]); };
+if (files) { fileGroups = files.scan(); report(files.problems); }
+if (mesh) { meshGroups = mesh.load(); if (mesh.problem) report([{ file: meshFile!, message: mesh.problem }]); }
+publish();
+files?.watch((groups, problems) => { report(problems); fileGroups = groups; publish(); log(`config: ${snapshot.resourceCount} resources`); });
+mesh?.watch((groups, problem) => {
+  if (problem) report([{ file: meshFile!, message: problem }]);
+  meshGroups = groups;
+  publish();
+  log(`config: mesh ${meshFile!} ${problem ? 'kept' : 'applied'}, ${snapshot.resourceCount} resources`);
+});
 const server = new AdsServer(snapshot, log);
 const port = await server.listen(values['xds-address']!);
-log(`skua-controlplane: ADS on ${values['xds-address']!.replace(/:\d+$/, '')}:${port}, ${snapshot.resourceCount} resources from ${dir}`);
+const sources = [dir ? `from ${dir}` : '', meshFile ? `mesh ${meshFile}` : ''].filter(Boolean).join(', ');
+log(`skua-controlplane: ADS on ${values['xds-address']!.replace(/:\d+$/, '')}:${port}, ${snapshot.resourceCount} resources ${sources}`);
 let closeCa = async (): Promise<void> => {};
 if (values['ca-address']) {
   const ca = await CertificateAuthority.create({ trustDomain: values['trust-domain'], stateDir: values['state-dir'], cacertsDir: values.cacerts });
@@ -50,6 +67,6 @@ if (values['ca-address']) {
   closeCa = () => caServer.close();
   log(`skua-controlplane: CA for ${ca.trustDomain} on ${values['ca-address'].replace(/:\d+$/, '')}:${caServer.port}`);
 }
-const stop = (): void => { files.close(); void Promise.all([server.close(), closeCa()]).then(() => process.exit(0)); };
+const stop = (): void => { files?.close(); mesh?.close(); void Promise.all([server.close(), closeCa()]).then(() => process.exit(0)); };
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);

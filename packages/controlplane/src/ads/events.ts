@@ -4,4 +4,6 @@ export interface StreamEvents {
   ack(nodeId: string, typeUrl: string, version: string): void;
   nack(nodeId: string, typeUrl: string, version: string, message: string): void;
   sent(nodeId: string, typeUrl: string, resources: number): void;
+  /** A subscription the stream will not serve (e.g. a Delta-only type over SotW). */
+  refused?(nodeId: string, typeUrl: string, why: string): void;
 }

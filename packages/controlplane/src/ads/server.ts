@@ -74,6 +74,7 @@ export class AdsServer {
         this.log(`ads: ${nodeId} NACKed ${typeUrl.slice(typeUrl.lastIndexOf('.') + 1)}: ${message}`);
       },
       sent: () => {},
+      refused: (nodeId, typeUrl, why) => { this.log(`ads: ${nodeId} asked for ${typeUrl} over SotW: not served (${why})`); },
     };
     const send = (b: Buffer): void => { call.write(b); };
     const stream = delta ? new DeltaStream(this.snapshot, send, events) : new SotwStream(this.snapshot, send, events);

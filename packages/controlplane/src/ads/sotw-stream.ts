@@ -4,7 +4,7 @@
  * nonces are ignored; NACKs are recorded and the same version is not re-sent.
  */
 import { encodeSotwResponse, decodeSotwRequest } from '@skua/proxy/xds/discovery.ts';
-import { SOTW_FULL_STATE } from '@skua/proxy/xds/types.ts';
+import { DELTA_ONLY, SOTW_FULL_STATE } from '@skua/proxy/xds/types.ts';
 import { setVersion, type CpResource } from './resources.ts';
 import { StreamBase } from './stream-base.ts';
 
@@ -17,10 +17,16 @@ interface TypeSub {
 
 export class SotwStream extends StreamBase {
   private readonly subs = new Map<string, TypeSub>();
+  private readonly refused = new Set<string>();
 
   onRequest(bytes: Buffer): void {
     const req = decodeSotwRequest(bytes);
     this.noteNode(req.node);
+    if (DELTA_ONLY.has(req.type_url)) {
+      // ztunnel's types, as istiod serves them: never over SotW. Say so once per stream.
+      if (!this.refused.has(req.type_url)) { this.refused.add(req.type_url); this.events.refused?.(this.nodeId, req.type_url, 'served over Delta ADS only'); }
+      return;
+    }
     let sub = this.subs.get(req.type_url);
     if (sub && req.response_nonce !== '' && req.response_nonce !== sub.nonce) return; // stale
     if (req.error_detail && req.error_detail.message) this.events.nack(this.nodeId, req.type_url, req.version_info, req.error_detail.message);

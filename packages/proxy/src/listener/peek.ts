@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
  * Reads the first bytes of a connection without consuming them: `decide` sees the
  * bytes so far and returns true when it has enough. The bytes are put back
  * (unshift) before `done` runs, so the next consumer reads the stream from byte 0.
+ * `timeoutMs` 0 waits without limit (Envoy's listener_filters_timeout: 0s, as istiod sets it).
  */
 export function peek(socket: Socket, decide: (bytes: Buffer) => boolean, timeoutMs: number, done: (bytes: Buffer, timedOut: boolean) => void): void {
   let buf: Buffer = Buffer.alloc(0);
@@ -23,7 +24,7 @@ export function peek(socket: Socket, decide: (bytes: Buffer) => boolean, timeout
     if (decide(buf)) finish(false);
   };
   const onEnd = (): void => finish(false);
-  const timer = setTimeout(() => finish(true), timeoutMs);
+  const timer = timeoutMs > 0 ? setTimeout(() => finish(true), timeoutMs) : undefined;
   socket.on('data', onData);
   socket.on('end', onEnd);
   socket.resume();

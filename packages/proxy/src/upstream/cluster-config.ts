@@ -225,7 +225,8 @@ function readEdsConfig(m: Msg, clusterName: string): string {
 function readEndpoints(m: Msg, type: ClusterConfig['type']): EndpointConfig[] {
   const la = m.msg('load_assignment');
   if (!la) {
-    if (type !== 'ORIGINAL_DST') throw m.error('load_assignment', 'is required for STATIC and DNS clusters');
+    // A STATIC cluster without endpoints is valid in Envoy (istiod's BlackHoleCluster is one).
+    if (type !== 'ORIGINAL_DST' && type !== 'STATIC') throw m.error('load_assignment', 'is required for DNS clusters');
     return [];
   }
   return readLoadAssignment(la, type);

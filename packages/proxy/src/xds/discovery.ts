@@ -15,6 +15,10 @@ export const TYPE_URL = {
   endpoint: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
   secret: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
   extension: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig',
+  /** WDS (ztunnel, Delta ADS only): a Workload or a Service. */
+  address: 'type.googleapis.com/istio.workload.Address',
+  /** WDS L4 policy (ztunnel, Delta ADS only). */
+  authorization: 'type.googleapis.com/istio.security.Authorization',
 } as const;
 
 export const ADS_SERVICE = 'envoy.service.discovery.v3.AggregatedDiscoveryService';

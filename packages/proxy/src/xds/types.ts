@@ -41,8 +41,23 @@ export const SUBSCRIBE_ORDER: readonly string[] = [TYPE_URL.cluster, TYPE_URL.en
 /** Types whose SotW responses carry the whole state (absent = removed). */
 export const SOTW_FULL_STATE: ReadonlySet<string> = new Set([TYPE_URL.listener, TYPE_URL.cluster]);
 
-/** The name a resource is known by: `cluster_name` for endpoints, `name` for the rest. */
+/** Types served over Delta ADS only (ztunnel's WDS). */
+export const DELTA_ONLY: ReadonlySet<string> = new Set([TYPE_URL.address, TYPE_URL.authorization]);
+
+/**
+ * The name a resource is known by: `cluster_name` for endpoints; for WDS, a workload's `uid`, a
+ * service's `namespace/hostname` and a policy's `namespace/name` (istiod's keys); `name` for the rest.
+ */
 export function resourceName(typeUrl: string, json: Json): string {
+  if (typeUrl === TYPE_URL.address) {
+    const w = json.workload as Json | undefined;
+    if (w) return typeof w.uid === 'string' ? w.uid : '';
+    const s = json.service as Json | undefined;
+    return s && typeof s.hostname === 'string' && s.hostname !== '' ? `${typeof s.namespace === 'string' ? s.namespace : ''}/${s.hostname}` : '';
+  }
+  if (typeUrl === TYPE_URL.authorization) {
+    return typeof json.name === 'string' && json.name !== '' ? `${typeof json.namespace === 'string' ? json.namespace : ''}/${json.name}` : '';
+  }
   const v = typeUrl === TYPE_URL.endpoint ? json.cluster_name : json.name;
   return typeof v === 'string' ? v : '';
 }
