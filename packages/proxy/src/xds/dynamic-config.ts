@@ -5,6 +5,7 @@
  * first CDS update has warmed). A refused resource leaves the last good one serving and
  * is remembered as error_state for /config_dump.
  */
+import { createHash } from 'node:crypto';
 import { Msg } from '../config/fields.ts';
 import { compileCluster, readLoadAssignment, type EndpointConfig } from '../upstream/cluster-config.ts';
 import type { Cluster } from '../upstream/cluster.ts';
@@ -23,8 +24,8 @@ export interface TrackedResource {
   readonly version: string;
   readonly lastUpdated: number;
   readonly json: Json;
-  /** JSON text, to skip updates that change nothing (Envoy compares hashes). */
-  readonly text: string;
+  /** A hash of the JSON, to skip updates that change nothing (Envoy compares hashes too). */
+  readonly hash: string;
 }
 
 export interface ErrorState {
@@ -146,8 +147,8 @@ export class DynamicConfig implements XdsHandler {
     for (const r of u.resources) {
       seen.add(r.name);
       if (this.staticClusters.has(r.name)) { this.reject(u.typeUrl, r, `cluster '${r.name}' is static and cannot be updated by CDS`, out); continue; }
-      const text = JSON.stringify(r.json);
-      if ((this.warmingClusters.get(r.name)?.tracked ?? this.activeClusters.get(r.name))?.text === text) { this.accepted(u.typeUrl, r.name); continue; }
+      const hash = contentHash(r.json);
+      if ((this.warmingClusters.get(r.name)?.tracked ?? this.activeClusters.get(r.name))?.hash === hash) { this.accepted(u.typeUrl, r.name); continue; }
       let cluster: Cluster;
       try {
         cluster = this.clusters.build(compileCluster(new Msg(r.json, '')));
@@ -157,7 +158,7 @@ export class DynamicConfig implements XdsHandler {
       }
       this.accepted(u.typeUrl, r.name);
       this.adsSecrets.set(`cluster/${r.name}`, adsSecretNames(r.json));
-      const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, text };
+      const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, hash };
       const cla = cluster.config.type === 'EDS' ? this.endpoints.get(cluster.config.edsServiceName) : undefined;
       if (cla) cluster.setLoadAssignment(cla.endpoints);
       this.warmingClusters.get(r.name)?.cluster.close();
@@ -191,7 +192,7 @@ export class DynamicConfig implements XdsHandler {
         continue;
       }
       this.accepted(u.typeUrl, r.name);
-      this.endpoints.set(r.name, { tracked: { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, text: '' }, endpoints });
+      this.endpoints.set(r.name, { tracked: { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, hash: '' }, endpoints });
       this.deliverEndpoints(r.name, endpoints);
     }
     for (const name of u.removed) {
@@ -227,8 +228,8 @@ export class DynamicConfig implements XdsHandler {
     for (const r of u.resources) {
       seen.add(r.name);
       if (this.staticListeners.has(r.name)) { this.reject(u.typeUrl, r, `listener '${r.name}' is static and cannot be updated by LDS`, out); continue; }
-      const text = JSON.stringify(r.json);
-      if ((this.warmingListeners.get(r.name)?.tracked ?? this.activeListeners.get(r.name))?.text === text) { this.accepted(u.typeUrl, r.name); continue; }
+      const hash = contentHash(r.json);
+      if ((this.warmingListeners.get(r.name)?.tracked ?? this.activeListeners.get(r.name))?.hash === hash) { this.accepted(u.typeUrl, r.name); continue; }
       let config: ListenerConfig;
       try {
         config = compileListener(new Msg(r.json, ''), 0);
@@ -238,7 +239,7 @@ export class DynamicConfig implements XdsHandler {
       }
       this.accepted(u.typeUrl, r.name);
       const routes = rdsNames(r.json);
-      const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, text };
+      const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, hash };
       this.listenerRoutes.set(r.name, routes);
       this.adsSecrets.set(`listener/${r.name}`, adsSecretNames(r.json));
       this.warmingListeners.set(r.name, { tracked, config, routes });
@@ -296,7 +297,7 @@ export class DynamicConfig implements XdsHandler {
         continue;
       }
       this.accepted(u.typeUrl, r.name);
-      into.set(r.name, { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, text: '' });
+      into.set(r.name, { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, hash: '' });
     }
     for (const name of u.removed) { into.delete(name); sink?.remove(name); }
   }
@@ -316,6 +317,10 @@ export class DynamicConfig implements XdsHandler {
   /** The first response of the type arrived (even an empty one). */
   private sawCds = false;
   private sawLds = false;
+}
+
+function contentHash(json: Json): string {
+  return createHash('sha1').update(JSON.stringify(json)).digest('base64');
 }
 
 /** Secret names a listener or cluster asks SDS for over ADS (`sds_config: {ads: {}}`). */
