@@ -255,3 +255,49 @@ describe('SDS over ADS: a listener certificate named by sds_config {ads: {}} is 
     await eventually('the rotated certificate', async () => (await servedCn()) === 'two.example');
   });
 });
+
+describe('ECDS: an HTTP filter with config_discovery takes its TypedExtensionConfig, warms without it, follows updates', () => {
+  let cp: RunningControlPlane, proxy: RunningProxy, a: Backend, port: number, port2: number;
+  const FAULT = 'type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault';
+  const ext = (name: string, status: number): Json => ({
+    '@type': 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig', name,
+    typed_config: { '@type': FAULT, abort: { http_status: status, percentage: { numerator: 100, denominator: 'HUNDRED' } } },
+  });
+  const ecdsListener = (name: string, p: number, filterName: string): Json => {
+    const l = listenerRes(name, p, 'r1');
+    const tc = ((((l.filter_chains as Json[])[0].filters as Json[])[0]).typed_config as Json);
+    (tc.http_filters as Json[]).unshift({ name: filterName, config_discovery: { config_source: { ads: {}, resource_api_version: 'V3' }, type_urls: [FAULT] } });
+    return l;
+  };
+  const base = (): Json[] => [edsCluster('backend'), cla('backend', [a.port]), routeRes('r1', 'backend'), ecdsListener('ecds', port, 'fault-1')];
+  before(async () => {
+    a = await startHttpBackend('a');
+    port = await freePort();
+    port2 = await freePort();
+    cp = await startControlPlane({ all: base(), ext: [ext('fault-1', 418)] });
+    proxy = await startProxy(() => adsBootstrap(cp.port, true));
+  });
+  after(() => cleanup(() => proxy?.stop(), () => cp?.stop(), () => a?.close()));
+
+  const listenerState = async (name: string): Promise<Json | undefined> => {
+    const dump = JSON.parse((await proxy.admin('/config_dump?resource=dynamic_listeners')).body) as { configs: Json[] };
+    return dump.configs.find((c) => c.name === name);
+  };
+
+  test('the filter runs with the delivered config; an update rebuilds the listener', async () => {
+    await eventually('the fault from ECDS', async () => (await request(`http://127.0.0.1:${port}/e`)).status === 418);
+    cp.write('ext', [ext('fault-1', 429)]);
+    await eventually('the updated fault', async () => (await request(`http://127.0.0.1:${port}/e`)).status === 429);
+    const d = JSON.parse((await proxy.admin('/config_dump')).body) as { configs: Json[] };
+    const ecds = d.configs.find((c) => String(c['@type']).endsWith('EcdsConfigDump')) as Json;
+    assert.equal(((ecds.ecds_filters as Json[])[0].ecds_filter as Json).name, 'fault-1');
+  });
+
+  test('a listener whose extension config has not arrived warms, and goes active when it does', async () => {
+    cp.write('all', [...base(), ecdsListener('ecds2', port2, 'fault-2')]);
+    await eventually('ecds2 warming', async () => { const l = await listenerState('ecds2'); return !!l?.warming_state && !l.active_state; });
+    await assert.rejects(request(`http://127.0.0.1:${port2}/w`), 'a warming listener is not bound');
+    cp.write('ext', [ext('fault-1', 429), ext('fault-2', 451)]);
+    await eventually('ecds2 active', async () => (await request(`http://127.0.0.1:${port2}/w`)).status === 451);
+  });
+});

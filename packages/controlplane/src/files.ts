@@ -87,6 +87,7 @@ function fromConfigDump(c: Json): Json[] {
   take(get('dynamic_route_configs'), 'route_config');
   take(get('dynamic_endpoint_configs'), 'endpoint_config');
   take(get('dynamic_active_secrets'), 'secret');
+  take(get('ecds_filters'), 'ecds_filter');
   return out;
 }
 

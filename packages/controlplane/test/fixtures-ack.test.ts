@@ -24,8 +24,9 @@ const FILES = [
   'writer/envoy/configdump/testdata/routes/istio-gateway-http-route-prefix/configdump.json',
   'writer/envoy/configdump/testdata/routes/k8s-gateway-http-route-path-prefix/configdump.json',
   'writer/envoy/configdump/testdata/secret/istio/config_dump.json',
+  'writer/envoy/configdump/testdata/ecds/configdump.json',
 ];
-const ORDER = [TYPE_URL.cluster, TYPE_URL.endpoint, TYPE_URL.route, TYPE_URL.secret, TYPE_URL.listener];
+const ORDER = [TYPE_URL.cluster, TYPE_URL.endpoint, TYPE_URL.route, TYPE_URL.secret, TYPE_URL.extension, TYPE_URL.listener];
 
 interface Row { file: string; type: string; name: string; result: string }
 

@@ -1,4 +1,5 @@
 import { Msg } from './fields.ts';
+import { extensionConfig, ExtensionConfigPending } from '../xds/ecds.ts';
 
 const TYPED_STRUCTS = new Set(['type.googleapis.com/udpa.type.v1.TypedStruct', 'type.googleapis.com/xds.type.v3.TypedStruct']);
 
@@ -30,4 +31,28 @@ export function unwrapAny(tc: Msg): TypedConfig & { msg: Msg } {
 /** How an unsupported extension is named in errors: the inner type, and the wrapper if any. */
 export function describeTypedConfig(t: TypedConfig, legacyName: string): string {
   return t.wrapper ? `${t.url} (in ${t.wrapper})` : t.url || legacyName;
+}
+
+/**
+ * A filter's config: its typed_config, or for `config_discovery` (ECDS) the extension config
+ * delivered under the filter's name, else the discovery's default_config. Throws
+ * ExtensionConfigPending when neither is there yet (the listener warms).
+ */
+export function readFilterConfig(f: Msg): TypedConfig {
+  const cd = f.msg('config_discovery');
+  if (!cd) return readTypedConfig(f);
+  const source = cd.requiredMsg('config_source');
+  if (!source.has('ads')) throw source.error('', 'only `ads: {}` config sources are supported for ECDS');
+  const name = f.requiredStr('name');
+  const allowed = cd.strList('type_urls');
+  const delivered = extensionConfig(name);
+  const typed = delivered?.typedConfig
+    ? readTypedConfig(new Msg({ typed_config: delivered.typedConfig }, `ecds[${name}]`))
+    : cd.has('default_config') ? readTypedConfig(cd, 'default_config') : undefined;
+  if (!typed) throw new ExtensionConfigPending(f.field('config_discovery'), name);
+  const outer = delivered?.typedConfig ? String(delivered.typedConfig['@type'] ?? '') : cd.requiredMsg('default_config').str('@type');
+  if (allowed.length && !allowed.includes(outer) && !allowed.includes(typed.url)) {
+    throw cd.error('type_urls', `the extension config ${name} is a ${typed.url}, not one of ${allowed.join(', ')}`);
+  }
+  return typed;
 }

@@ -7,7 +7,7 @@ import { compileFilterChainMatcher, type FilterChainMatcher } from './filter-cha
 import { compileFilterDisabled, NEVER_DISABLED, type DisabledPredicate } from './filter-disabled.ts';
 import { NETWORK_FILTERS_BY_NAME, NETWORK_FILTERS_BY_URL } from '../filters/network/registry.ts';
 import type { NetworkFilterConfig } from '../filters/network/types.ts';
-import { describeTypedConfig, readTypedConfig } from '../config/typed-config.ts';
+import { describeTypedConfig, readFilterConfig, readTypedConfig } from '../config/typed-config.ts';
 
 const TLS_INSPECTOR = 'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector';
 const HTTP_INSPECTOR = 'type.googleapis.com/envoy.extensions.filters.listener.http_inspector.v3.HttpInspector';
@@ -134,8 +134,7 @@ function compileChain(m: Msg): FilterChainConfig {
   let terminal: Terminal | undefined;
   const readFilters: NetworkFilterConfig[] = [];
   for (const [i, f] of filters.entries()) {
-    if (f.has('config_discovery')) throw f.error('config_discovery', 'ECDS needs dynamic_resources (not served yet)');
-    const typed = readTypedConfig(f);
+    const typed = readFilterConfig(f);
     const url = typed.url || NETWORK_FILTER_NAMES[f.str('name')] || '';
     if (url === HCM_TYPE || url === TCP_PROXY_TYPE) {
       if (i !== filters.length - 1) throw f.error('', `${url} is a terminal filter and must be last`);

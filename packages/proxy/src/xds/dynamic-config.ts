@@ -5,17 +5,18 @@
  * first CDS update has warmed). A refused resource leaves the last good one serving and
  * is remembered as error_state for /config_dump.
  */
-import { createHash } from 'node:crypto';
 import { Msg } from '../config/fields.ts';
 import { compileCluster, readLoadAssignment, type EndpointConfig } from '../upstream/cluster-config.ts';
 import type { Cluster } from '../upstream/cluster.ts';
 import type { ClusterManager } from '../upstream/manager.ts';
-import { compileListener, type ListenerConfig } from '../listener/config.ts';
+import type { ListenerConfig } from '../listener/config.ts';
 import type { ListenerManager } from '../listener/manager.ts';
 import { rdsRoute } from '../http/rds.ts';
 import { TYPE_URL } from './discovery.ts';
 import type { XdsHandler, XdsRejection, XdsResource, XdsUpdate } from './types.ts';
 import { log } from '../core/log.ts';
+import { removeExtensionConfig, setExtensionConfig } from './ecds.ts';
+import { adsSecretNames, compileOrWait, contentHash, ecdsNames, rdsNames, validateExtension } from './resource-refs.ts';
 
 type Json = Record<string, unknown>;
 
@@ -47,7 +48,10 @@ export class DynamicConfig implements XdsHandler {
   readonly warmingClusters = new Map<string, { tracked: TrackedResource; cluster: Cluster }>();
   readonly endpoints = new Map<string, { tracked: TrackedResource; endpoints: readonly EndpointConfig[] }>();
   readonly activeListeners = new Map<string, TrackedResource>();
-  readonly warmingListeners = new Map<string, { tracked: TrackedResource; config: ListenerConfig; routes: readonly string[] }>();
+  /** Listeners waiting for their RDS routes, or (config undefined) for an ECDS extension config. */
+  readonly warmingListeners = new Map<string, { tracked: TrackedResource; config: ListenerConfig | undefined; routes: readonly string[] }>();
+  /** ECDS names each listener's filters take their config from. */
+  private readonly listenerExtensions = new Map<string, readonly string[]>();
   /** RDS names each listener (active or warming) uses. */
   private readonly listenerRoutes = new Map<string, readonly string[]>();
   /** SDS secret names (config source `ads`) each listener / cluster names, by resource name. */
@@ -103,9 +107,9 @@ export class DynamicConfig implements XdsHandler {
         for (const list of this.listenerRoutes.values()) for (const n of list) names.add(n);
         return { wildcard: false, names };
       }
-      case TYPE_URL.secret: {
+      case TYPE_URL.secret: case TYPE_URL.extension: {
         const names = new Set<string>();
-        for (const list of this.adsSecrets.values()) for (const n of list) names.add(n);
+        for (const list of (typeUrl === TYPE_URL.secret ? this.adsSecrets : this.listenerExtensions).values()) for (const n of list) names.add(n);
         return { wildcard: false, names };
       }
       default: return { wildcard: false, names: NO_NAMES };
@@ -122,7 +126,7 @@ export class DynamicConfig implements XdsHandler {
       case TYPE_URL.listener: this.applyListeners(u, rejections); break;
       case TYPE_URL.route: this.applyRoutes(u, rejections); break;
       case TYPE_URL.secret: this.applyExtra(u, this.secrets, rejections); break;
-      case TYPE_URL.extension: this.applyExtra(u, this.extensions, rejections); break;
+      case TYPE_URL.extension: this.applyExtensions(u, rejections); break;
       default: for (const r of u.resources) rejections.push({ name: r.name, message: `unsupported resource type ${u.typeUrl}` });
     }
     this.finishInit(false);
@@ -230,9 +234,9 @@ export class DynamicConfig implements XdsHandler {
       if (this.staticListeners.has(r.name)) { this.reject(u.typeUrl, r, `listener '${r.name}' is static and cannot be updated by LDS`, out); continue; }
       const hash = contentHash(r.json);
       if ((this.warmingListeners.get(r.name)?.tracked ?? this.activeListeners.get(r.name))?.hash === hash) { this.accepted(u.typeUrl, r.name); continue; }
-      let config: ListenerConfig;
+      let config: ListenerConfig | undefined;
       try {
-        config = compileListener(new Msg(r.json, ''), 0);
+        config = compileOrWait(r.json);
       } catch (e) {
         this.reject(u.typeUrl, r, (e as Error).message, out);
         continue;
@@ -241,6 +245,7 @@ export class DynamicConfig implements XdsHandler {
       const routes = rdsNames(r.json);
       const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, hash };
       this.listenerRoutes.set(r.name, routes);
+      this.listenerExtensions.set(r.name, ecdsNames(r.json));
       this.adsSecrets.set(`listener/${r.name}`, adsSecretNames(r.json));
       this.warmingListeners.set(r.name, { tracked, config, routes });
     }
@@ -249,6 +254,7 @@ export class DynamicConfig implements XdsHandler {
       if (this.staticListeners.has(name)) continue;
       this.warmingListeners.delete(name);
       this.listenerRoutes.delete(name);
+      this.listenerExtensions.delete(name);
       this.adsSecrets.delete(`listener/${name}`);
       if (this.activeListeners.delete(name)) this.listeners.remove(name);
     }
@@ -271,16 +277,26 @@ export class DynamicConfig implements XdsHandler {
   /** Warming listeners whose routes have all arrived go live (bind or update in place). */
   private promoteListeners(): void {
     for (const [name, w] of this.warmingListeners) {
+      if (!w.config) {
+        try {
+          w.config = compileOrWait(w.tracked.json);
+        } catch (e) {
+          // Accepted earlier, refused now that its extension config is known: drop it, say why.
+          this.warmingListeners.delete(name);
+          this.recordError(TYPE_URL.listener, name, w.tracked.json, (e as Error).message);
+          continue;
+        }
+        if (!w.config) continue;
+      }
       if (!w.routes.every((n) => rdsRoute(n).ready)) continue;
       this.warmingListeners.delete(name);
       this.activeListeners.set(name, w.tracked);
-      this.listeners.addOrUpdate(w.config).catch((e: Error) => {
-        log.error(`listener ${name}: cannot bind ${w.config.address.address}:${w.config.address.port}: ${e.message}`);
+      const config = w.config;
+      this.listeners.addOrUpdate(config).catch((e: Error) => {
+        log.error(`listener ${name}: cannot bind ${config.address.address}:${config.address.port}: ${e.message}`);
         this.activeListeners.delete(name);
         this.listeners.remove(name);
-        const m = this.errors.get(TYPE_URL.listener) ?? new Map<string, ErrorState>();
-        m.set(name, { json: w.tracked.json, details: `cannot bind: ${e.message}`, time: Date.now() });
-        this.errors.set(TYPE_URL.listener, m);
+        this.recordError(TYPE_URL.listener, name, w.tracked.json, `cannot bind: ${e.message}`);
       });
     }
   }
@@ -302,6 +318,37 @@ export class DynamicConfig implements XdsHandler {
     for (const name of u.removed) { into.delete(name); sink?.remove(name); }
   }
 
+  /** ECDS: validate each extension config by compiling it, then rebuild the listeners that use it. */
+  private applyExtensions(u: XdsUpdate, out: XdsRejection[]): void {
+    const changed = new Set<string>();
+    for (const r of u.resources) {
+      const typedConfig = r.json.typed_config as Json | undefined;
+      try {
+        if (typedConfig) validateExtension(r.name, typedConfig);
+      } catch (e) {
+        this.reject(u.typeUrl, r, (e as Error).message, out);
+        continue;
+      }
+      this.accepted(u.typeUrl, r.name);
+      setExtensionConfig(r.name, { typedConfig, version: r.version || u.version });
+      this.extensions.set(r.name, { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, hash: '' });
+      changed.add(r.name);
+    }
+    for (const name of u.removed) { removeExtensionConfig(name); this.extensions.delete(name); changed.add(name); }
+    // Active listeners using a changed config are rebuilt and updated in place (their connections drain).
+    for (const [name, tracked] of this.activeListeners) {
+      if (this.warmingListeners.has(name) || !(this.listenerExtensions.get(name) ?? []).some((n) => changed.has(n))) continue;
+      this.warmingListeners.set(name, { tracked, config: undefined, routes: this.listenerRoutes.get(name) ?? [] });
+    }
+    this.promoteListeners();
+  }
+
+  private recordError(typeUrl: string, name: string, json: Json, details: string): void {
+    const m = this.errors.get(typeUrl) ?? new Map<string, ErrorState>();
+    m.set(name, { json, details, time: Date.now() });
+    this.errors.set(typeUrl, m);
+  }
+
   // ---- init ----
 
   private finishInit(force: boolean): void {
@@ -317,30 +364,4 @@ export class DynamicConfig implements XdsHandler {
   /** The first response of the type arrived (even an empty one). */
   private sawCds = false;
   private sawLds = false;
-}
-
-function contentHash(json: Json): string {
-  return createHash('sha1').update(JSON.stringify(json)).digest('base64');
-}
-
-/** Secret names a listener or cluster asks SDS for over ADS (`sds_config: {ads: {}}`). */
-function adsSecretNames(json: unknown, out: string[] = []): string[] {
-  if (Array.isArray(json)) { for (const x of json) adsSecretNames(x, out); return out; }
-  if (json === null || typeof json !== 'object') return out;
-  const o = json as Json;
-  const sds = o.sds_config as Json | undefined;
-  if (sds && sds.ads !== undefined && typeof o.name === 'string' && !out.includes(o.name)) out.push(o.name);
-  for (const v of Object.values(o)) if (v !== null && typeof v === 'object') adsSecretNames(v, out);
-  return out;
-}
-
-/** The RDS route_config_names an (already decoded) Listener uses. */
-function rdsNames(json: unknown, out: string[] = []): string[] {
-  if (Array.isArray(json)) { for (const x of json) rdsNames(x, out); return out; }
-  if (json === null || typeof json !== 'object') return out;
-  const o = json as Json;
-  const rds = o.rds as Json | undefined;
-  if (rds && typeof rds.route_config_name === 'string' && !out.includes(rds.route_config_name)) out.push(rds.route_config_name);
-  for (const v of Object.values(o)) if (v !== null && typeof v === 'object') rdsNames(v, out);
-  return out;
 }

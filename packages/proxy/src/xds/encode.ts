@@ -60,6 +60,8 @@ function fieldFor(type: Type, key: string): Field | undefined {
 function jsonToPlain(type: Type, json: unknown, path: string): unknown {
   switch (fullName(type)) {
     case 'google.protobuf.Any':
+      // An empty Any (`{}`, as istiod writes an unset Wasm configuration) has no type.
+      if (json !== null && typeof json === 'object' && Object.keys(json).length === 0) return { type_url: '', value: new Uint8Array(0) };
       return encodeResource(json as Json, path);
     case 'google.protobuf.Duration':
       return parseDuration(json, path);

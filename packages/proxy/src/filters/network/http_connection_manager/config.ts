@@ -9,7 +9,7 @@ import { HTTP_FILTERS_BY_NAME, HTTP_FILTERS_BY_URL } from '../../http/registry.t
 import type { HttpFilterConfig } from '../../http/types.ts';
 import type { PathNormalization } from '../../../http/path-normalize.ts';
 import { compileXfcc, type XfccConfig } from '../../../http/xfcc.ts';
-import { describeTypedConfig, readTypedConfig } from '../../../config/typed-config.ts';
+import { describeTypedConfig, readFilterConfig } from '../../../config/typed-config.ts';
 
 export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 const CODECS = ['AUTO', 'HTTP1', 'HTTP2', 'HTTP3'] as const;
@@ -75,8 +75,7 @@ export function compileHcm(m: Msg): HcmConfig {
   let router: RouterFilterConfig | undefined;
   const httpFilters: HttpFilterConfig[] = [];
   for (const [i, f] of filters.entries()) {
-    if (f.has('config_discovery')) throw f.error('config_discovery', 'ECDS needs dynamic_resources (not served yet)');
-    const typed = readTypedConfig(f);
+    const typed = readFilterConfig(f);
     const tc = typed.msg;
     const url = typed.url;
     const name = f.requiredStr('name');
