@@ -213,7 +213,7 @@ export function mesh(p: MeshPorts, opts: TopologyOptions): Topology {
     ],
     split: { header: 'x-reviews-version', expect: { v1: MESH_SPLIT.v1 / 100, v2: MESH_SPLIT.v2 / 100 } },
     admins: KEYS.map((k) => ({ name: `${WORKLOADS[k].name} sidecar`, port: p.admins[k] })),
-    stats: /^(control_plane\.connected_state|listener_manager\.lds\.update_success|cluster_manager\.cds\.update_success|cluster\.outbound\|\d+\|v[12]\|reviews\.[\w.]+\.(upstream_rq_2xx|ssl\.handshake)|cluster\.inbound\|\d+\|\|\.upstream_rq_2xx|listener\.[\d._]+\.ssl\.handshake|http\.[\w.]+\.downstream_rq_(total|[2-5]xx))$/,
+    stats: /^(control_plane\.connected_state|listener_manager\.lds\.update_success|cluster_manager\.cds\.update_success|xds\.rds\.update_success|cluster\.outbound\|\d+\|v[12]\|reviews\.[\w.]+\.(upstream_rq_2xx|ssl\.handshake)|cluster\.inbound\|\d+\|\|\.upstream_rq_2xx|listener\.[\d._]+\.ssl\.handshake|http\.[\w.]+\.downstream_rq_(total|[2-5]xx))$/,
     urls: [
       `curl -i http://${HOST}:${p.apps.productpage}/productpage          (the productpage app; it calls reviews through its sidecar)`,
       `curl -i -H 'host: reviews:${p.service}' ${outbound}/reviews/1   (productpage's sidecar; the body's "peer" is the xfcc reviews saw)`,
