@@ -1,9 +1,10 @@
 /**
- * `./dev demo` (= `node demo/run.ts`): sample apps behind skua-proxy on loopback, real traffic, a
- * summary. Everything it starts is stopped by PID at the end (or on Ctrl-C); exit 0 when every check
+ * `./dev demo` (= `node demo/run.ts`): sample apps and skua-proxy on loopback, real traffic, a
+ * summary. Topologies: `mesh` (default: a sidecar per app, configured by skua-controlplane from a
+ * mesh file, mTLS from its CA) and `bookinfo` (one skua-proxy on a static bootstrap). Everything it starts is stopped by PID at the end (or on Ctrl-C); exit 0 when every check
  * passed and the traffic went through, 1 otherwise. Options: see USAGE.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -12,10 +13,14 @@ import { killAllSync, startNode, stopAll, tailOf, type Proc } from './lib/procs.
 import { runLoad } from './lib/load.ts';
 import { printChecks, printLoad, printStats, splitVerdict, type CheckResult } from './lib/report.ts';
 import { bookinfo, bookinfoBootstrap, bookinfoPorts, composeBootstrap } from './topologies/bookinfo.ts';
-import type { Topology } from './lib/topology.ts';
+import { mesh, meshPorts } from './topologies/mesh.ts';
+import type { Topology, TopologyOptions } from './lib/topology.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const USAGE = `usage: ./dev demo [options]   (node demo/run.ts)
+  --topology T       mesh (default): productpage and reviews v1/v2, a skua-proxy sidecar each, configured
+                     over ADS by skua-controlplane from a mesh file, STRICT mTLS with its CA's certificates;
+                     bookinfo: the apps behind one skua-proxy on a static Envoy bootstrap
   --duration S       seconds of load (default 5)
   --connections N    keep-alive connections for the load (default 8)
   --max-requests N   cap on the load's requests (default 50000)
@@ -24,11 +29,12 @@ const USAGE = `usage: ./dev demo [options]   (node demo/run.ts)
   --keep             after the summary, keep everything running until Ctrl-C and echo the access log
   --print-bootstrap local|compose
                      print the generated Envoy bootstrap and exit: local (fresh free loopback ports)
-                     or compose (deploy/compose/bootstrap.yaml, for compose.yaml)`;
+                     or compose (deploy/compose/bootstrap.yaml, for compose.yaml); bookinfo's`;
 
 function options() {
   const { values } = parseArgs({
     options: {
+      topology: { type: 'string', default: 'mesh' },
       duration: { type: 'string', default: '5' },
       connections: { type: 'string', default: '8' },
       'max-requests': { type: 'string', default: '50000' },
@@ -47,16 +53,26 @@ function options() {
   return {
     durationMs: num('duration', 0.1) * 1000, connections: Math.floor(num('connections', 1)),
     maxRequests: Math.floor(num('max-requests', 1)), concurrency: Math.floor(num('concurrency', 1)),
-    logLevel: values['log-level'], keep: values.keep, printBootstrap: values['print-bootstrap'], help: values.help,
+    topology: values.topology, logLevel: values['log-level'], keep: values.keep, printBootstrap: values['print-bootstrap'], help: values.help,
   };
 }
 
+const TOPOLOGIES: Record<string, (o: TopologyOptions) => Promise<Topology>> = {
+  mesh: async (o) => mesh(await meshPorts(), o),
+  bookinfo: async (o) => bookinfo(await bookinfoPorts(), o),
+};
+
 async function start(topo: Topology, dir: string, echoAccessLog: () => boolean): Promise<Proc[]> {
-  for (const [name, text] of Object.entries(topo.files)) writeFileSync(path.join(dir, name), text);
+  for (const [name, text] of Object.entries(topo.files)) {
+    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    writeFileSync(path.join(dir, name), text);
+  }
   const procs: Proc[] = [];
   for (const spec of topo.processes) {
     const onLine = spec.proxy ? (l: string) => { if (echoAccessLog()) console.log(`  [${spec.name}] ${l}`); } : undefined;
-    const proc = startNode(spec.name, path.join(ROOT, spec.script), spec.args ?? [], { env: spec.env, onLine });
+    await spec.prepare?.();
+    if (spec.cwd) mkdirSync(spec.cwd, { recursive: true });
+    const proc = startNode(spec.name, path.join(ROOT, spec.script), spec.args ?? [], { env: spec.env, cwd: spec.cwd, onLine });
     procs.push(proc);
     if ('admin' in spec.ready) await waitForReady(proc, spec.ready.admin);
     else await waitForPort(proc, spec.ready.port);
@@ -67,10 +83,11 @@ async function start(topo: Topology, dir: string, echoAccessLog: () => boolean):
 async function main(): Promise<number> {
   const opts = options();
   if (opts.help) { console.log(USAGE); return 0; }
-  const p = await bookinfoPorts();
   if (opts.printBootstrap === 'compose') { process.stdout.write(composeBootstrap()); return 0; }
-  if (opts.printBootstrap === 'local') { process.stdout.write(bookinfoBootstrap(p)); return 0; }
+  if (opts.printBootstrap === 'local') { process.stdout.write(bookinfoBootstrap(await bookinfoPorts())); return 0; }
   if (opts.printBootstrap !== undefined) throw new Error(`--print-bootstrap: expected local or compose, got ${opts.printBootstrap}`);
+  const build = TOPOLOGIES[opts.topology];
+  if (!build) throw new Error(`--topology: expected ${Object.keys(TOPOLOGIES).join(' or ')}, got ${opts.topology}`);
 
   const dir = mkdtempSync(path.join(tmpdir(), 'skua-demo-'));
   let echo = false;
@@ -85,7 +102,7 @@ async function main(): Promise<number> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
-  const topo = bookinfo(p, { dir, concurrency: opts.concurrency, logLevel: opts.logLevel });
+  const topo = await build({ dir, concurrency: opts.concurrency, logLevel: opts.logLevel });
   console.log(`skua demo — ${topo.title}\n`);
   try {
     const t0 = performance.now();
@@ -107,7 +124,7 @@ async function main(): Promise<number> {
 
     await printStats(topo.admins, topo.stats);
     const proxy = procs.find((x) => topo.processes.find((s) => s.name === x.name)?.proxy);
-    if (proxy) {
+    if (proxy && proxy.stdout.trim()) {
       const lines = proxy.stdout.trim().split('\n').slice(-3);
       console.log(`${proxy.name} access log (last ${lines.length} lines):\n${lines.map((l) => `  ${l}`).join('\n')}\n`);
     }

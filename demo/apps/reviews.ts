@@ -1,7 +1,8 @@
 /**
  * "reviews" (after Istio's Bookinfo): GET /reviews/<id> → JSON. v1 has no ratings, v2 has star
  * ratings. Every answer carries `x-reviews-version`, which the demo counts to show the traffic split,
- * and echoes the `x-request-id` it was sent.
+ * and echoes the `x-request-id` it was sent. Behind a sidecar with mTLS, `peer` in the body is the
+ * `x-forwarded-client-cert` the sidecar added: who called, by SPIFFE id.
  */
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
@@ -22,7 +23,8 @@ const server = createServer((req, res) => {
     return;
   }
   const reviews = REVIEWS.map((r) => (VERSION === 'v1' ? { reviewer: r.reviewer, text: r.text } : { ...r, color: 'black' }));
-  const body = JSON.stringify({ id: m[1], version: VERSION, podname: `reviews-${VERSION}@${hostname()}`, reviews });
+  const xfcc = req.headers['x-forwarded-client-cert'];
+  const body = JSON.stringify({ id: m[1], version: VERSION, podname: `reviews-${VERSION}@${hostname()}`, peer: typeof xfcc === 'string' ? xfcc : undefined, reviews });
   const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-reviews-version': VERSION };
   // Echo the request id (Envoy generates one per request) so a client can see it end to end.
   if (typeof req.headers['x-request-id'] === 'string') headers['x-request-id'] = req.headers['x-request-id'];

@@ -36,7 +36,7 @@ const bump = (m: Map<string, number>, k: string): void => { m.set(k, (m.get(k) ?
 function once(agent: http.Agent, t: LoadTarget, out: LoadResult, tr: TargetResult, splitHeader: string | undefined): Promise<void> {
   return new Promise((resolve) => {
     const started = performance.now();
-    const req = http.request({ host: HOST, port: t.port, path: t.path, headers: t.headers, agent, timeout: 5000 }, (res) => {
+    const req = http.request({ host: t.host ?? HOST, port: t.port, path: t.path, headers: t.headers, agent, timeout: 5000 }, (res) => {
       res.on('data', () => {});
       res.on('end', () => {
         tr.latenciesMs.push(performance.now() - started);

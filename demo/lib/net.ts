@@ -19,8 +19,13 @@ export function freePort(): Promise<number> {
 export interface Reply { status: number; headers: http.IncomingHttpHeaders; body: string }
 
 export function get(port: number, path: string, headers: Record<string, string> = {}, timeoutMs = 2000): Promise<Reply> {
+  return getFrom(HOST, port, path, headers, timeoutMs);
+}
+
+/** A GET to another loopback address (a sidecar's own, e.g. 127.0.21.11). */
+export function getFrom(host: string, port: number, path: string, headers: Record<string, string> = {}, timeoutMs = 2000): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: HOST, port, path, headers, agent: false, timeout: timeoutMs }, (res) => {
+    const req = http.get({ host, port, path, headers, agent: false, timeout: timeoutMs }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (s: string) => { body += s; });

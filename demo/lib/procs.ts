@@ -21,6 +21,7 @@ export interface Proc {
 
 export interface StartOptions {
   readonly env?: Record<string, string>;
+  readonly cwd?: string;
   /** Called with every complete stdout line (e.g. to echo the access log in --keep mode). */
   onLine?: (line: string) => void;
 }
@@ -36,6 +37,7 @@ const tail = (prev: string, chunk: string): string => {
 export function startNode(name: string, script: string, args: readonly string[], opts: StartOptions = {}): Proc {
   const child = spawn(process.execPath, [script, ...args], {
     detached: true,
+    cwd: opts.cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...opts.env },
   });

@@ -1,7 +1,7 @@
 /**
  * What a demo topology declares; run.ts does the rest (ports, files, processes, readiness, checks,
- * load, summary, stop). Today: `bookinfo` (sample apps behind one skua-proxy on a static bootstrap).
- * The mesh topologies (sidecars, ztunnel, control plane) plug in here as further Topology builders.
+ * load, summary, stop): `mesh` (sidecars configured by skua-controlplane from a mesh file, mTLS from
+ * its CA) and `bookinfo` (sample apps behind one skua-proxy on a static bootstrap).
  */
 export interface ProcessSpec {
   readonly name: string;
@@ -9,6 +9,10 @@ export interface ProcessSpec {
   readonly script: string;
   readonly args?: readonly string[];
   readonly env?: Record<string, string>;
+  /** Working directory (default: the demo's own), e.g. a sidecar's with ./var/run/secrets/... */
+  readonly cwd?: string;
+  /** Run just before the process starts (after the ones before it are ready), e.g. to mint a token. */
+  readonly prepare?: () => Promise<void>;
   /** Ready when this port accepts connections, or when this Envoy admin port answers /ready. */
   readonly ready: { readonly port: number } | { readonly admin: number };
   /** A proxy: its stdout is its access log (tail shown in the summary, echoed with --keep). */
@@ -18,6 +22,8 @@ export interface ProcessSpec {
 /** One kind of request in the load mix. */
 export interface LoadTarget {
   readonly label: string;
+  /** Default 127.0.0.1. */
+  readonly host?: string;
   readonly port: number;
   readonly path: string;
   readonly weight: number;
