@@ -1,0 +1,128 @@
+/**
+ * CPU time per proxied request: a measure of skua-proxy's L7 cost that holds up on a
+ * shared, noisy machine (req/s does not: it moves with whatever else runs).
+ *
+ *   node bench/tools/cpu-per-request.ts [--ref REF]... [--rounds N] [--seconds S]
+ *
+ * Each --ref is a git ref (its packages/proxy is extracted with `git archive` into a temp
+ * dir that borrows this checkout's node_modules and native addons) or `WORKTREE` (the files
+ * as they are now; the default). The refs are measured in turns, A B A B ..., so that they
+ * see the same machine. Per run: one nginx backend (return 200 "hello", one worker), skua
+ * with the bench's L7 bootstrap (--concurrency 1), a wrk warm-up, then `wrk -t1 -cC -dS`
+ * while utime+stime of the skua process are read from /proc/PID/stat before and after.
+ * Prints µs of CPU per request (user, sys, total) and req/s, per run and per ref (median).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { nginxBackendConf } from '../lib/peer-configs.ts';
+import { killAllSync, stopAll, stopProcess } from '../lib/procs.ts';
+import { freePort } from '../lib/net.ts';
+import { DEFAULT_SKUA_MAIN, launchTarget, prepareTarget, REPO_ROOT, startNginx, stopTarget } from '../lib/targets.ts';
+import { runWrk } from '../lib/wrk.ts';
+
+const TICKS_PER_S = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+
+interface Sample { ref: string; requests: number; rps: number; userUs: number; sysUs: number; errors: number }
+
+/** utime and stime (clock ticks) of a process, all its threads included. */
+function cpuTicks(pid: number): { user: number; sys: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { user: Number(f[11]), sys: Number(f[12]) };
+}
+
+/** The skua entry script for a ref: the working tree itself, or an extracted copy. */
+function entryFor(ref: string, tmp: string): string {
+  if (ref === 'WORKTREE') return path.join(REPO_ROOT, DEFAULT_SKUA_MAIN);
+  const dir = path.join(tmp, ref.replace(/[^\w.-]/g, '_'));
+  mkdirSync(dir, { recursive: true });
+  const tar = execFileSync('git', ['-C', REPO_ROOT, 'archive', ref, 'package.json', 'packages/proxy/package.json', 'packages/proxy/src'],
+    { maxBuffer: 256 << 20 });
+  execFileSync('tar', ['-x', '-C', dir], { input: tar });
+  symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+  symlinkSync(path.join(REPO_ROOT, 'packages/proxy/node_modules'), path.join(dir, 'packages/proxy/node_modules'));
+  symlinkSync(path.join(REPO_ROOT, 'packages/proxy/native'), path.join(dir, 'packages/proxy/native'));
+  return path.join(dir, DEFAULT_SKUA_MAIN);
+}
+
+async function measure(ref: string, main: string, backendPort: number, dir: string, o: { seconds: number; warmup: number; connections: number }): Promise<Sample> {
+  const prepared = await prepareTarget('skua', 'http', backendPort, dir);
+  const running = await launchTarget(prepared, main);
+  try {
+    const pid = running.proc?.pid ?? 0;
+    if (o.warmup > 0) await runWrk(running.port, { threads: 1, connections: o.connections, seconds: o.warmup });
+    const before = cpuTicks(pid);
+    const r = await runWrk(running.port, { threads: 1, connections: o.connections, seconds: o.seconds });
+    const after = cpuTicks(pid);
+    const usPerTick = 1e6 / TICKS_PER_S;
+    return {
+      ref, requests: r.requests, rps: r.rps, errors: r.errors,
+      userUs: (after.user - before.user) * usPerTick / r.requests,
+      sysUs: (after.sys - before.sys) * usPerTick / r.requests,
+    };
+  } finally {
+    await stopTarget(running);
+  }
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+const fmt = (x: number, d = 1): string => x.toFixed(d).padStart(7);
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      ref: { type: 'string', multiple: true },
+      rounds: { type: 'string', default: '3' },
+      seconds: { type: 'string', default: '10' },
+      warmup: { type: 'string', default: '2' },
+      connections: { type: 'string', default: '50' },
+    },
+  });
+  const refs = values.ref?.length ? values.ref : ['WORKTREE'];
+  const o = { seconds: Number(values.seconds), warmup: Number(values.warmup), connections: Number(values.connections) };
+  const rounds = Number(values.rounds);
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'skua-cpu-'));
+  const mains = new Map(refs.map((r) => [r, entryFor(r, tmp)]));
+  const backendPort = await freePort();
+  const backend = await startNginx('backend', tmp, nginxBackendConf(tmp, backendPort), backendPort);
+  const samples: Sample[] = [];
+  console.log(`load average at start: ${readFileSync('/proc/loadavg', 'latin1').trim()}`);
+  console.log(`wrk -t1 -c${o.connections} -d${o.seconds}s (warm-up ${o.warmup}s); µs of skua CPU per request`);
+  console.log(`${'ref'.padEnd(24)}   user     sys   total    req/s`);
+  try {
+    for (let i = 0; i < rounds; i++) {
+      for (const ref of refs) {
+        const s = await measure(ref, mains.get(ref) ?? '', backendPort, tmp, o);
+        samples.push(s);
+        console.log(`${ref.padEnd(24)}${fmt(s.userUs)}${fmt(s.sysUs)}${fmt(s.userUs + s.sysUs)}${fmt(s.rps, 0).padStart(9)}${s.errors ? `  errors ${s.errors}` : ''}`);
+      }
+    }
+  } finally {
+    await stopProcess(backend);
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  console.log(`median over ${rounds} round(s):`);
+  for (const ref of refs) {
+    const mine = samples.filter((s) => s.ref === ref);
+    const u = median(mine.map((s) => s.userUs)), y = median(mine.map((s) => s.sysUs));
+    console.log(`${ref.padEnd(24)}${fmt(u)}${fmt(y)}${fmt(median(mine.map((s) => s.userUs + s.sysUs)))}${fmt(median(mine.map((s) => s.rps)), 0).padStart(9)}`);
+  }
+  console.log(`load average at end: ${readFileSync('/proc/loadavg', 'latin1').trim()}`);
+}
+
+process.on('exit', killAllSync);
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => { void stopAll().then(() => process.exit(130)); });
+main().catch(async (err: unknown) => {
+  console.error((err as Error).message);
+  await stopAll();
+  process.exit(1);
+});
