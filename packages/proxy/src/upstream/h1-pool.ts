@@ -2,7 +2,8 @@ import { connect as netConnect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
-import { ChunkedDecoder, findHeadEnd, parseHead, serializeHeaders, type Head, type Headers } from '../http/h1/parse.ts';
+import { ChunkedDecoder, findHeadEnd, parseHead, type Head, type Headers } from '../http/h1/parse.ts';
+import { requestHead } from '../http/h1/wire.ts';
 import type { UpstreamTls } from '../tls/context.ts';
 import { connectUpstreamTls } from '../tls/upstream-connect.ts';
 import type { SslStats } from '../tls/ssl-stats.ts';
@@ -292,8 +293,7 @@ class H1ClientConnection {
     const chunked = body !== null && h['content-length'] === undefined;
     if (chunked) framing = 'transfer-encoding: chunked\r\n';
     this.gotBytes = false;
-    // Buffer writes measured cheaper than string writes here (~4 µs per request of user CPU).
-    this.socket.write(Buffer.from(`${req.method} ${req.path} HTTP/1.1\r\n${serializeHeaders(h)}${framing}\r\n`, 'latin1'));
+    this.socket.write(requestHead(req.method, req.path, h, framing));
     if (body) pipeBody(body, this.socket, chunked, call.handler);
   }
 

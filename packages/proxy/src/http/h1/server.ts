@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { STATUS_CODES, type OutgoingHttpHeaders } from 'node:http';
 import { ChunkedDecoder, findHeadEnd, parseHead, serializeHeaders, type Head, type Headers } from './parse.ts';
 import type { Exchange } from '../exchange.ts';
+import { framed, responseMessage, type WireHeaders } from './wire.ts';
 import type { ConnInfo } from '../../listener/conn-info.ts';
 
 /** What the connection needs from its HTTP connection manager. */
@@ -198,7 +199,9 @@ export class H1Exchange implements Exchange {
   private onDrain: (() => void) | undefined;
   private onClose: (() => void) | undefined;
   /** The response head, held back so it leaves with the first body bytes in one write. */
-  private pendingHead = '';
+  private pendingHeaders: WireHeaders | undefined;
+  private pendingStatus = 0;
+  private pendingExtra = '';
 
   constructor(c: H1Connection, head: Head) {
     this.c = c;
@@ -276,7 +279,7 @@ export class H1Exchange implements Exchange {
     if (this.done || this.c.isClosed) return;
     this.headersSent = true;
     this.noBody = this.method === 'HEAD' || status === 204 || status === 304 || (status >= 100 && status < 200);
-    const h = headers as Record<string, string | string[] | number | undefined>;
+    const h = headers as WireHeaders;
     let framing = '';
     if (!this.noBody && h['content-length'] === undefined) {
       if (endStream) framing = 'content-length: 0\r\n';
@@ -285,22 +288,22 @@ export class H1Exchange implements Exchange {
     }
     if (this.requestClose || this.c.host.isDraining() || !this.bodyDone) this.closeAfter = true;
     const conn = this.closeAfter ? 'connection: close\r\n' : this.protocol === 'HTTP/1.0' ? 'connection: keep-alive\r\n' : '';
-    const socket = this.c.socket;
-    const head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n${serializeHeaders(h)}${framing}${conn}\r\n`;
-    if (endStream) { socket.write(head, 'latin1'); this.finish(); return; }
-    this.pendingHead = head;
+    if (endStream) { this.c.socket.write(responseMessage(status, h, framing + conn, '', undefined, '')); this.finish(); return; }
+    this.pendingStatus = status;
+    this.pendingHeaders = h;
+    this.pendingExtra = framing + conn;
   }
 
-  /** Writes what is held back plus `text` (latin1) and `chunk`: one syscall for small responses. */
+  /** Writes the held-back head (if any) with `prefix`, `chunk` and `suffix`: one Buffer, one syscall for small responses. */
   private flush(prefix: string, chunk: Buffer | undefined, suffix: string): boolean {
     const socket = this.c.socket;
-    const head = this.pendingHead + prefix;
-    this.pendingHead = '';
-    // One Buffer per small response: a single write syscall, and Buffer writes cost less than string writes.
-    if (!chunk) return socket.write(Buffer.from(head + suffix, 'latin1'));
-    if (chunk.length <= 8192) return socket.write(Buffer.from(head + chunk.toString('latin1') + suffix, 'latin1'));
+    const h = this.pendingHeaders;
+    this.pendingHeaders = undefined;
+    const small = !chunk || chunk.length <= 8192;
+    if (small) return socket.write(h ? responseMessage(this.pendingStatus, h, this.pendingExtra, prefix, chunk, suffix) : framed(prefix, chunk, suffix));
     socket.cork();
-    if (head) socket.write(head, 'latin1');
+    if (h) socket.write(responseMessage(this.pendingStatus, h, this.pendingExtra, prefix, undefined, ''));
+    else if (prefix) socket.write(prefix, 'latin1');
     socket.write(chunk);
     const ok = suffix ? socket.write(suffix, 'latin1') : true;
     socket.uncork();
@@ -310,14 +313,14 @@ export class H1Exchange implements Exchange {
   write(chunk: Buffer): boolean {
     if (this.done || this.noBody || chunk.length === 0) return true;
     if (this.chunkedOut) return this.flush(chunk.length.toString(16) + '\r\n', chunk, '\r\n');
-    if (this.pendingHead) return this.flush('', chunk, '');
+    if (this.pendingHeaders) return this.flush('', chunk, '');
     return this.c.socket.write(chunk);
   }
 
   end(trailers?: Headers): void {
     if (this.done) return;
     if (this.chunkedOut) this.flush(trailers ? `0\r\n${serializeHeaders(trailers)}\r\n` : '0\r\n\r\n', undefined, '');
-    else if (this.pendingHead) this.flush('', undefined, '');
+    else if (this.pendingHeaders) this.flush('', undefined, '');
     this.finish();
   }
 
