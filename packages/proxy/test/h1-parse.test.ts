@@ -48,6 +48,16 @@ describe('parseHead: valid messages', () => {
     assert.equal(h.upgrade, false);
     assert.equal(h.expectContinue, false);
   });
+  test('common and uncommon names fold to lower case alike; near-misses of common names stay themselves', () => {
+    const h = ok(req('CONTENT-TYPE: a\r\nX-Request-Id: b\r\nX-Custom-Name: c\r\nHosts: d\r\nserveR: e\r\nsErvex: f'));
+    assert.deepEqual(h.headers, { host: 'a', 'content-type': 'a', 'x-request-id': 'b', 'x-custom-name': 'c', hosts: 'd', server: 'e', servex: 'f' });
+  });
+  test('a single connection option is matched in any case and with surrounding whitespace', () => {
+    assert.equal(ok(req('Connection: CLOSE')).close, true);
+    assert.equal(ok(req('Connection:  Close ')).close, true);
+    assert.equal(ok('GET / HTTP/1.0\r\nConnection: KEEP-ALIVE\r\n\r\n').close, false);
+    assert.equal(ok(req('Connection: closed')).close, false);
+  });
   test('content-length absent is -1; zero is 0', () => {
     assert.equal(ok(req('X: y')).contentLength, -1);
     assert.equal(ok(req('Content-Length: 0')).contentLength, 0);

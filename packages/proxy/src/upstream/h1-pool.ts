@@ -2,7 +2,7 @@ import { connect as netConnect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
-import { ChunkedDecoder, findHeadEnd, parseHead, type Head, type Headers } from '../http/h1/parse.ts';
+import { ChunkedDecoder, headWindow, parseHeadText, type Head, type Headers } from '../http/h1/parse.ts';
 import { requestHead } from '../http/h1/wire.ts';
 import type { UpstreamTls } from '../tls/context.ts';
 import { connectUpstreamTls } from '../tls/upstream-connect.ts';
@@ -41,6 +41,8 @@ export interface UpstreamRequest {
 
 type Handler = Dispatcher.DispatchHandler;
 const EMPTY = Buffer.alloc(0);
+/** A response head must end within this many bytes. */
+const MAX_HEAD_BYTES = 65536;
 
 /** Error codes mirror undici's and the OS's, so the router maps them the same way for both pools. */
 function upstreamError(code: string, message: string): Error {
@@ -313,9 +315,11 @@ class H1ClientConnection {
     while (this.call && this.buf.length) {
       const call = this.call;
       if (!this.head) {
-        const end = findHeadEnd(this.buf, 0);
-        if (end < 0) { if (this.buf.length > 65536) this.fail(upstreamError('HPE_HEADER_OVERFLOW', 'upstream response head too large')); return; }
-        const head = parseHead(this.buf, 0, end - 4, false, 1000);
+        const text = headWindow(this.buf, MAX_HEAD_BYTES);
+        const at = text.indexOf('\r\n\r\n');
+        if (at < 0) { if (this.buf.length >= MAX_HEAD_BYTES) this.fail(upstreamError('HPE_HEADER_OVERFLOW', 'upstream response head too large')); return; }
+        const end = at + 4;
+        const head = parseHeadText(text, at, false, 1000);
         if (typeof head === 'string') { this.fail(upstreamError('HPE_INVALID_HEADER', `invalid upstream response (${head})`)); return; }
         this.buf = this.buf.subarray(end);
         if (head.status < 200) continue; // 100 Continue and friends end here; the final response follows.

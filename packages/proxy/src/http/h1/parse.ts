@@ -45,9 +45,20 @@ const CR = 13, LF = 10, SP = 32, HTAB = 9, COLON = 58;
  * per-line regex, substrings only for what is kept.
  */
 export function parseHead(buf: Buffer, start: number, end: number, isRequest: boolean, maxHeaders: number): Head | HeadError {
-  const text = buf.toString('latin1', start, end);
-  const n = text.length;
-  let eol = lineEnd(text, 0);
+  return parseHeadText(buf.toString('latin1', start, end), end - start, isRequest, maxHeaders);
+}
+
+/**
+ * The first `limit` bytes of `buf` as latin1 text: the codecs find the head's end in
+ * it with a string search (no call into C++) and parse the head from the same string.
+ */
+export function headWindow(buf: Buffer, limit: number): string {
+  return buf.toString('latin1', 0, buf.length < limit ? buf.length : limit);
+}
+
+/** Parses `text[0, n)`, a head without its final CRLFCRLF. */
+export function parseHeadText(text: string, n: number, isRequest: boolean, maxHeaders: number): Head | HeadError {
+  let eol = lineEnd(text, 0, n);
   if (eol < 0) return 'bad-request';
   const head: Head = {
     method: '', target: '', status: 0, reason: '', versionMinor: 1, headers: {}, headerCount: 0,
@@ -58,7 +69,7 @@ export function parseHead(buf: Buffer, start: number, end: number, isRequest: bo
   let keepAlive = false, connectionUpgrade = false, te = '';
   let pos = eol + 2;
   while (pos < n) {
-    eol = lineEnd(text, pos);
+    eol = lineEnd(text, pos, n);
     if (eol < 0) return 'bad-request';
     if (++head.headerCount > maxHeaders) return 'too-many-headers';
     // Name: tchars up to the colon (no whitespace before it, no obs-fold).
@@ -71,8 +82,7 @@ export function parseHead(buf: Buffer, start: number, end: number, isRequest: bo
       if (t === 2) upper = true;
     }
     if (i === pos || i === eol) return 'bad-request';
-    const rawName = text.slice(pos, i);
-    const name = upper ? lowerName(rawName) : rawName;
+    const name = knownName(text, pos, i) ?? (upper ? lowerName(text.slice(pos, i)) : text.slice(pos, i));
     // Value: OWS-trimmed, no control characters but HTAB.
     let vs = i + 1, ve = eol;
     for (let j = vs; j < ve; j++) {
@@ -96,6 +106,13 @@ export function parseHead(buf: Buffer, start: number, end: number, isRequest: bo
       }
       case 'transfer-encoding': te = te ? `${te}, ${value}` : value; break;
       case 'connection':
+        if (value.indexOf(',') < 0) {
+          // One option, the usual case: compared in place, nothing allocated.
+          if (sameLower(value, 'keep-alive')) keepAlive = true;
+          else if (sameLower(value, 'close')) head.close = true;
+          else if (sameLower(value, 'upgrade')) connectionUpgrade = true;
+          break;
+        }
         for (const token of value.toLowerCase().split(',')) {
           const t = trimOws(token);
           if (t === 'close') head.close = true;
@@ -135,13 +152,56 @@ function lowerName(raw: string): string {
 }
 
 /**
- * Index of the CRLF ending the line at `pos` (the text's end counts as one).
+ * Index of the CRLF ending the line at `pos` (the head's end `n` counts as one).
  * A bare CR or LF inside the line is caught by the per-character checks of
  * the name, value, request line and status line scans.
  */
-function lineEnd(text: string, pos: number): number {
+function lineEnd(text: string, pos: number, n: number): number {
   const i = text.indexOf('\r\n', pos);
-  return i < 0 ? text.length : i;
+  return i < 0 || i > n ? n : i;
+}
+
+/**
+ * Header names peers send on almost every message, by length. A name matched here
+ * (case-insensitively, in place) is this constant, already internalised: no substring,
+ * no lower-casing, and a cheap property key.
+ */
+const KNOWN: string[][] = [];
+for (const name of [
+  'te', 'date', 'etag', 'host', 'vary', 'range', 'accept', 'cookie', 'expect', 'origin', 'pragma', 'server', 'upgrade',
+  'referer', 'location', 'keep-alive', 'connection', 'set-cookie', 'user-agent', 'traceparent', 'grpc-status',
+  'x-request-id', 'content-type', 'grpc-message', 'cache-control', 'authorization', 'accept-ranges', 'if-none-match',
+  'last-modified', 'content-length', 'accept-encoding', 'accept-language', 'x-forwarded-for', 'content-encoding',
+  'x-forwarded-proto', 'transfer-encoding', 'if-modified-since', 'x-envoy-attempt-count', 'x-content-type-options',
+  'strict-transport-security', 'x-envoy-upstream-service-time', 'x-envoy-expected-rq-timeout-ms',
+  'access-control-allow-origin',
+]) (KNOWN[name.length] ??= []).push(name);
+
+/**
+ * `text[s, e)` (tchars only, checked by the caller) as a known lower-case name, or undefined.
+ * OR-ing 0x20 folds A-Z onto a-z; no other tchar folds onto a letter, digit or '-'.
+ */
+function knownName(text: string, s: number, e: number): string | undefined {
+  const list = KNOWN[e - s];
+  if (list === undefined) return undefined;
+  for (let k = 0; k < list.length; k++) {
+    const cand = list[k];
+    let i = 0;
+    while (i < cand.length && (text.charCodeAt(s + i) | 0x20) === cand.charCodeAt(i)) i++;
+    if (i === cand.length) return cand;
+  }
+  return undefined;
+}
+
+/** Whether `v` equals the lower-case token `lower`, ignoring ASCII case (and OWS around it, as trimOws does). */
+function sameLower(v: string, lower: string): boolean {
+  const t = v.length === lower.length ? v : trimOws(v);
+  if (t.length !== lower.length) return false;
+  for (let i = 0; i < t.length; i++) {
+    const c = t.charCodeAt(i);
+    if ((c >= 65 && c <= 90 ? c | 0x20 : c) !== lower.charCodeAt(i)) return false;
+  }
+  return true;
 }
 
 /** 1 to 15 decimal digits, else -1. */

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { STATUS_CODES, type OutgoingHttpHeaders } from 'node:http';
-import { ChunkedDecoder, findHeadEnd, parseHead, serializeHeaders, type Head, type Headers } from './parse.ts';
+import { ChunkedDecoder, headWindow, parseHeadText, serializeHeaders, type Head, type Headers } from './parse.ts';
 import type { Exchange } from '../exchange.ts';
 import { framed, responseMessage, type WireHeaders } from './wire.ts';
 import type { ConnInfo } from '../../listener/conn-info.ts';
@@ -99,13 +99,16 @@ export class H1Connection {
   private parseNext(): void {
     const buf = this.buf;
     if (buf.length === 0) return;
-    const end = findHeadEnd(buf, 0);
-    if (end < 0) {
-      if (buf.length > this.host.maxHeaderBytes) this.fail(TOO_LARGE, 'headers_too_large');
+    // A head must end within maxHeaderBytes: one not found there is too large (or incomplete).
+    const max = this.host.maxHeaderBytes;
+    const text = headWindow(buf, max);
+    const at = text.indexOf('\r\n\r\n');
+    if (at < 0) {
+      if (buf.length >= max) this.fail(TOO_LARGE, 'headers_too_large');
       return;
     }
-    if (end > this.host.maxHeaderBytes) return this.fail(TOO_LARGE, 'headers_too_large');
-    const head = parseHead(buf, 0, end - 4, true, this.host.maxHeaders);
+    const end = at + 4;
+    const head = parseHeadText(text, at, true, this.host.maxHeaders);
     if (typeof head === 'string') {
       return this.fail(head === 'too-many-headers' ? TOO_LARGE : head === 'bad-transfer-encoding' ? NOT_IMPLEMENTED : BAD_REQUEST, head);
     }
