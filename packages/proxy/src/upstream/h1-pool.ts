@@ -41,6 +41,17 @@ export interface UpstreamRequest {
 
 type Handler = Dispatcher.DispatchHandler;
 const EMPTY = Buffer.alloc(0);
+/**
+ * One read buffer for every plain upstream connection (net's `onread`): no per-read
+ * allocation and no Readable stream in between. Reads run one at a time on this thread.
+ */
+const READ_BUFFER = Buffer.alloc(65536);
+
+function copyOf(b: Buffer): Buffer {
+  const c = Buffer.allocUnsafe(b.length);
+  c.set(b);
+  return c;
+}
 /** A response head must end within this many bytes. */
 const MAX_HEAD_BYTES = 65536;
 
@@ -255,13 +266,15 @@ class H1ClientConnection {
   private gotBytes = false;
   private connected = false;
   private dead = false;
+  /** True while the bytes being parsed live in READ_BUFFER. */
+  private borrowed = false;
 
   constructor(pool: H1Pool, first: Call) {
     this.pool = pool;
     const o = pool.opts;
     this.socket = o.connect ? o.connect() : o.tls
       ? connectUpstreamTls(o.tls, o.address, o.port, ['http/1.1'], o.sslStats, o.alpnOverride)
-      : netConnect({ host: o.address, port: o.port, noDelay: true });
+      : netConnect({ host: o.address, port: o.port, noDelay: true, onread: { buffer: READ_BUFFER, callback: (n: number): boolean => this.onRead(n) } });
     const socket = this.socket;
     this.call = first;
     first.conn = this;
@@ -274,7 +287,8 @@ class H1ClientConnection {
       if (call) { pool.settlePending(call); this.send(call); }
     });
     socket.on('timeout', () => this.fail(upstreamError(this.connected ? 'UND_ERR_SOCKET' : 'UND_ERR_CONNECT_TIMEOUT', this.connected ? 'idle timeout' : 'connect timeout')));
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    // Plain sockets read into the shared READ_BUFFER (onread); TLS sockets emit 'data'.
+    if (o.tls) socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (err: Error) => this.fail(err));
     socket.on('close', () => this.fail(upstreamError('UND_ERR_SOCKET', 'upstream connection closed')));
     socket.on('drain', () => this.call?.req.body?.resume());
@@ -304,12 +318,33 @@ class H1ClientConnection {
     this.socket.resume();
   }
 
+  /**
+   * `n` bytes arrived in READ_BUFFER. They are parsed in place; whatever outlives
+   * this call (body bytes handed on, a partial message kept) is copied out first.
+   */
+  private onRead(n: number): boolean {
+    this.borrowed = true;
+    this.onData(READ_BUFFER.subarray(0, n));
+    this.borrowed = false;
+    const rest = this.buf;
+    if (rest.length && rest.buffer === READ_BUFFER.buffer) this.buf = copyOf(rest);
+    // Pausing goes through socket.pause(), which stops the handle itself.
+    return true;
+  }
+
   private onData(chunk: Buffer): void {
     this.gotBytes = true;
     if (!this.call) { this.socket.destroy(); return; }
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
     this.parse();
   }
+
+  /** Body bytes to the handler, which may keep them: never a view of READ_BUFFER. */
+  private deliver(call: Call, d: Buffer): void {
+    call.handler.onResponseData?.(call, this.borrowed && d.buffer === READ_BUFFER.buffer ? copyOf(d) : d);
+  }
+
+  private readonly deliverChunk = (d: Buffer): void => { if (this.call) this.deliver(this.call, d); };
 
   private parse(): void {
     while (this.call && this.buf.length) {
@@ -337,18 +372,18 @@ class H1ClientConnection {
       if (call.paused) { this.socket.pause(); return; }
       const buf = this.buf;
       if (this.chunked) {
-        const used = this.chunked.push(buf, 0, (d) => call.handler.onResponseData?.(call, d));
+        const used = this.chunked.push(buf, 0, this.deliverChunk);
         if (used < 0) { this.fail(upstreamError('HPE_INVALID_CHUNK_SIZE', 'invalid chunked encoding from upstream')); return; }
         this.buf = used === buf.length ? EMPTY : buf.subarray(used);
         if (this.chunked.done) this.complete(this.chunked.trailers);
       } else if (this.untilClose) {
         this.buf = EMPTY;
-        call.handler.onResponseData?.(call, buf);
+        this.deliver(call, buf);
       } else {
         const take = Math.min(this.remaining, buf.length);
         this.buf = take === buf.length ? EMPTY : buf.subarray(take);
         this.remaining -= take;
-        call.handler.onResponseData?.(call, take === buf.length ? buf : buf.subarray(0, take));
+        this.deliver(call, take === buf.length ? buf : buf.subarray(0, take));
         if (this.remaining === 0) this.complete(undefined);
       }
     }
