@@ -4,6 +4,7 @@ import { STATUS_CODES, type OutgoingHttpHeaders } from 'node:http';
 import { ChunkedDecoder, headWindow, parseHeadText, serializeHeaders, type Head, type Headers } from './parse.ts';
 import type { Exchange } from '../exchange.ts';
 import { framed, responseMessage, type WireHeaders } from './wire.ts';
+import { readIntoShared, readIntoStream } from './shared-read.ts';
 import type { ConnInfo } from '../../listener/conn-info.ts';
 
 /** What the connection needs from its HTTP connection manager. */
@@ -29,6 +30,14 @@ const TOO_LARGE = 'HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-lengt
 const NOT_IMPLEMENTED = 'HTTP/1.1 501 Not Implemented\r\ncontent-length: 0\r\nconnection: close\r\n\r\n';
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
 const EMPTY = Buffer.alloc(0);
+/** One read buffer for every plain downstream HTTP/1.1 connection on this thread (see shared-read.ts). */
+const READ_BUFFER = Buffer.alloc(65536);
+
+function copyOf(b: Buffer): Buffer {
+  const c = Buffer.allocUnsafe(b.length);
+  c.set(b);
+  return c;
+}
 
 /**
  * One downstream HTTP/1.1 connection: parses requests straight off the socket
@@ -48,7 +57,8 @@ export class H1Connection {
     this.conn = conn;
     this.host = host;
     socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    const early = readIntoShared(socket, READ_BUFFER, (n) => this.onRead(n));
+    if (early === undefined) socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('drain', () => this.current?.drained());
     socket.on('close', () => this.onClose());
     socket.on('end', () => { if (!this.current) socket.end(); });
@@ -60,9 +70,21 @@ export class H1Connection {
       socket.on('timeout', () => this.onInactive(tick));
     }
     socket.resume();
+    // Bytes a peek put back, handled after the constructor as 'data' would have been.
+    if (early?.length) process.nextTick(() => { if (!this.closed) this.onData(early); });
   }
 
   private idleFor = 0;
+  /** True while the bytes being handled live in READ_BUFFER: whatever outlives the read is copied. */
+  borrowed = false;
+
+  private onRead(n: number): void {
+    this.borrowed = true;
+    this.onData(READ_BUFFER.subarray(0, n));
+    this.borrowed = false;
+    const rest = this.buf;
+    if (rest.length && rest.buffer === READ_BUFFER.buffer) this.buf = copyOf(rest);
+  }
 
   private onInactive(tick: number): void {
     if (this.closed) return;
@@ -122,7 +144,8 @@ export class H1Connection {
       this.socket.setTimeout(0);
       this.socket.pause();
       this.closed = true;
-      this.host.onUpgrade(head, this.socket, rest, this.conn);
+      readIntoStream(this.socket, READ_BUFFER);
+      this.host.onUpgrade(head, this.socket, this.borrowed ? copyOf(rest) : rest, this.conn);
       return;
     }
     const ex = new H1Exchange(this, head);
@@ -238,6 +261,7 @@ export class H1Exchange implements Exchange {
   set body(replacement: Readable) { this.bodyOverride = replacement; }
 
   private pushBody(chunk: Buffer): void {
+    if (this.c.borrowed) chunk = copyOf(chunk);
     if (!this.bodyStream) { (this.bodyQueue ??= []).push(chunk); return; }
     if (!this.bodyStream.push(chunk)) this.c.socket.pause();
   }
