@@ -66,7 +66,7 @@ function classify(err: Error): Failure {
  */
 export class UpstreamRequest {
   private readonly p: CallPlan;
-  private readonly stats: RetryStats;
+  private retryStats: RetryStats | undefined;
   private readonly body: ReplayableBody | undefined;
   private readonly tried: Host[] = [];
   private attempt: Attempt | undefined;
@@ -84,9 +84,13 @@ export class UpstreamRequest {
 
   constructor(p: CallPlan) {
     this.p = p;
-    this.stats = RetryStats.of(p.cluster, p.s.store);
     this.retriesLeft = p.retry ? p.numRetries : 0;
     this.body = p.body;
+  }
+
+  /** Looked up only when a retry is considered (most requests never need it). */
+  private get stats(): RetryStats {
+    return this.retryStats ??= RetryStats.of(this.p.cluster, this.p.s.store);
   }
 
   start(): void {

@@ -40,6 +40,7 @@ export interface UpstreamRequest {
 }
 
 type Handler = Dispatcher.DispatchHandler;
+const NO_CONTEXT: object = Object.freeze({});
 const EMPTY = Buffer.alloc(0);
 /**
  * One read buffer for every plain upstream connection (net's `onread`): no per-read
@@ -123,7 +124,7 @@ export class H1Pool {
 
   dispatch(req: UpstreamRequest, handler: Handler): boolean {
     const call = new Call(req, handler, this);
-    handler.onRequestStart?.(call, {});
+    handler.onRequestStart?.(call, NO_CONTEXT);
     if (call.aborted) return false;
     this.assign(call);
     return true;
