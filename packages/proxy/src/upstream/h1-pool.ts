@@ -4,6 +4,7 @@ import type { Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
 import { ChunkedDecoder, headWindow, parseHeadText, type Head, type Headers } from '../http/h1/parse.ts';
 import { requestHead } from '../http/h1/wire.ts';
+import { batchedWrite } from '../http/h1/write-batch.ts';
 import type { UpstreamTls } from '../tls/context.ts';
 import { connectUpstreamTls } from '../tls/upstream-connect.ts';
 import type { SslStats } from '../tls/ssl-stats.ts';
@@ -310,7 +311,7 @@ class H1ClientConnection {
     const chunked = body !== null && h['content-length'] === undefined;
     if (chunked) framing = 'transfer-encoding: chunked\r\n';
     this.gotBytes = false;
-    this.socket.write(requestHead(req.method, req.path, h, framing));
+    batchedWrite(this.socket, requestHead(req.method, req.path, h, framing));
     if (body) pipeBody(body, this.socket, chunked, call.handler);
   }
 

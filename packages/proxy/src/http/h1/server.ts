@@ -5,6 +5,7 @@ import { ChunkedDecoder, headWindow, parseHeadText, serializeHeaders, type Head,
 import type { Exchange } from '../exchange.ts';
 import { framed, responseMessage, type WireHeaders } from './wire.ts';
 import { readIntoShared, readIntoStream } from './shared-read.ts';
+import { batchedWrite } from './write-batch.ts';
 import type { ConnInfo } from '../../listener/conn-info.ts';
 
 /** What the connection needs from its HTTP connection manager. */
@@ -315,7 +316,7 @@ export class H1Exchange implements Exchange {
     }
     if (this.requestClose || this.c.host.isDraining() || !this.bodyDone) this.closeAfter = true;
     const conn = this.closeAfter ? 'connection: close\r\n' : this.protocol === 'HTTP/1.0' ? 'connection: keep-alive\r\n' : '';
-    if (endStream) { this.c.socket.write(responseMessage(status, h, framing + conn, '', undefined, '')); this.finish(); return; }
+    if (endStream) { batchedWrite(this.c.socket, responseMessage(status, h, framing + conn, '', undefined, '')); this.finish(); return; }
     this.pendingStatus = status;
     this.pendingHeaders = h;
     this.pendingExtra = framing + conn;
@@ -327,7 +328,7 @@ export class H1Exchange implements Exchange {
     const h = this.pendingHeaders;
     this.pendingHeaders = undefined;
     const small = !chunk || chunk.length <= 8192;
-    if (small) return socket.write(h ? responseMessage(this.pendingStatus, h, this.pendingExtra, prefix, chunk, suffix) : framed(prefix, chunk, suffix));
+    if (small) return batchedWrite(socket, h ? responseMessage(this.pendingStatus, h, this.pendingExtra, prefix, chunk, suffix) : framed(prefix, chunk, suffix));
     socket.cork();
     if (h) socket.write(responseMessage(this.pendingStatus, h, this.pendingExtra, prefix, undefined, ''));
     else if (prefix) socket.write(prefix, 'latin1');
