@@ -11,6 +11,8 @@
  * with the bench's L7 bootstrap (--concurrency 1), a wrk warm-up, then `wrk -t1 -cC -dS`
  * while utime+stime of the skua process are read from /proc/PID/stat before and after.
  * Prints µs of CPU per request (user, sys, total) and req/s, per run and per ref (median).
+ * With --parallel the refs of a round run at the same time (each with its own wrk), so a
+ * busy machine disturbs them alike.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
@@ -50,7 +52,10 @@ function entryFor(ref: string, tmp: string): string {
 }
 
 async function measure(ref: string, main: string, backendPort: number, dir: string, o: { seconds: number; warmup: number; connections: number }): Promise<Sample> {
-  const prepared = await prepareTarget('skua', 'http', backendPort, dir);
+  // Each ref writes its bootstrap in a directory of its own (parallel runs).
+  const own = path.join(dir, `run-${ref.replace(/[^\w.-]/g, '_')}`);
+  mkdirSync(own, { recursive: true });
+  const prepared = await prepareTarget('skua', 'http', backendPort, own);
   const running = await launchTarget(prepared, main);
   try {
     const pid = running.proc?.pid ?? 0;
@@ -85,6 +90,7 @@ async function main(): Promise<void> {
       seconds: { type: 'string', default: '10' },
       warmup: { type: 'string', default: '2' },
       connections: { type: 'string', default: '50' },
+      parallel: { type: 'boolean', default: false },
     },
   });
   const refs = values.ref?.length ? values.ref : ['WORKTREE'];
@@ -100,10 +106,13 @@ async function main(): Promise<void> {
   console.log(`${'ref'.padEnd(24)}   user     sys   total    req/s`);
   try {
     for (let i = 0; i < rounds; i++) {
-      for (const ref of refs) {
-        const s = await measure(ref, mains.get(ref) ?? '', backendPort, tmp, o);
+      const round = values.parallel
+        ? await Promise.all(refs.map((ref) => measure(ref, mains.get(ref) ?? '', backendPort, tmp, o)))
+        : [];
+      if (!values.parallel) for (const ref of refs) round.push(await measure(ref, mains.get(ref) ?? '', backendPort, tmp, o));
+      for (const s of round) {
         samples.push(s);
-        console.log(`${ref.padEnd(24)}${fmt(s.userUs)}${fmt(s.sysUs)}${fmt(s.userUs + s.sysUs)}${fmt(s.rps, 0).padStart(9)}${s.errors ? `  errors ${s.errors}` : ''}`);
+        console.log(`${s.ref.padEnd(24)}${fmt(s.userUs)}${fmt(s.sysUs)}${fmt(s.userUs + s.sysUs)}${fmt(s.rps, 0).padStart(9)}${s.errors ? `  errors ${s.errors}` : ''}`);
       }
     }
   } finally {
