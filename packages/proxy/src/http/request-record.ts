@@ -2,6 +2,7 @@ import type { Exchange } from './exchange.ts';
 import type { ResponseFlag } from './response-flags.ts';
 import type { LogEntry } from '../telemetry/log-entry.ts';
 import type { ConnInfo } from '../listener/conn-info.ts';
+import { wallClockMs } from '../core/clock.ts';
 
 /** One request's outcome: the single source for stats and access logs. */
 export class RequestRecord implements LogEntry {
@@ -38,7 +39,7 @@ export class RequestRecord implements LogEntry {
   constructor(ex: Exchange, startMs: number) {
     this.ex = ex;
     this.startMs = startMs;
-    this.startTime = Date.now();
+    this.startTime = wallClockMs(startMs);
     this.originalPath = ex.path;
     this.userAgent = (ex.headers['user-agent'] as string | undefined) ?? '';
     this.forwardedFor = (ex.headers['x-forwarded-for'] as string | undefined) ?? '';
