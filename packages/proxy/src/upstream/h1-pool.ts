@@ -289,8 +289,8 @@ class H1ClientConnection {
       if (call) { pool.settlePending(call); this.send(call); }
     });
     socket.on('timeout', () => this.fail(upstreamError(this.connected ? 'UND_ERR_SOCKET' : 'UND_ERR_CONNECT_TIMEOUT', this.connected ? 'idle timeout' : 'connect timeout')));
-    // Plain sockets read into the shared READ_BUFFER (onread); TLS sockets emit 'data'.
-    if (o.tls) socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    // Plain TCP sockets read into the shared READ_BUFFER (onread); TLS and custom-connected ones emit 'data'.
+    if (o.connect || o.tls) socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (err: Error) => this.fail(err));
     socket.on('close', () => this.fail(upstreamError('UND_ERR_SOCKET', 'upstream connection closed')));
     socket.on('drain', () => this.call?.req.body?.resume());
