@@ -71,8 +71,8 @@ export class H1Connection {
       socket.on('timeout', () => this.onInactive(tick));
     }
     socket.resume();
-    // Bytes a peek put back, handled after the constructor as 'data' would have been.
-    if (early?.length) process.nextTick(() => { if (!this.closed) this.onData(early); });
+    // Bytes a peek put back come first, before the 'end' that draining them may have scheduled.
+    if (early?.length) this.onData(early);
   }
 
   private idleFor = 0;
