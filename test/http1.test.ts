@@ -79,6 +79,23 @@ describe('HTTP/1.1', { timeout: 60_000 }, () => {
     assert.equal(e2.bodySha256, patternDigest(size));
   });
 
+  test('a request written together with the client\'s FIN (half-close) is still answered', async () => {
+    // The proxy reads a new connection's first bytes before the codec takes it; those bytes, and the
+    // end of stream right behind them, must reach the codec in that order.
+    for (let i = 0; i < 5; i++) {
+      const s = await openSocket(proxy.ports.http);
+      try {
+        const got = readUntil(s, hasResponses(1), 5000);
+        s.end(`GET /fin/${i} HTTP/1.1\r\nHost: fin\r\n\r\n`);
+        const { responses } = parseResponses(await got);
+        assert.equal(responses[0]?.status, 200);
+        assert.equal((JSON.parse(responses[0].body.toString()) as EchoReply).url, `/fin/${i}`);
+      } finally {
+        s.destroy();
+      }
+    }
+  });
+
   test('pipelining: three requests written at once get three responses in order', async () => {
     const s = await openSocket(proxy.ports.http);
     try {
