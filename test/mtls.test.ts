@@ -78,11 +78,12 @@ before(async () => {
   client = await startProxy((p) => bootstrap([
     listener(p('outbound'), [chain(hcm([vhost([
       route('/ok', 'reviews'), route('/strict', 'reviews-strict'), route('/wrong-san', 'reviews-wrong-san'),
-      route('/plain-to-strict', 'plain-to-strict'), route('/unknown-ca', 'reviews-unknown-ca'),
+      route('/plain-to-strict', 'plain-to-strict'), route('/unknown-ca', 'reviews-unknown-ca'), route('/per-request', 'reviews-per-request'),
     ])], { statPrefix: 'outbound' }))]),
   ], [
     meshCluster('reviews', server.ports.permissive, [REVIEWS]),
     meshCluster('reviews-strict', server.ports.strict, [REVIEWS]),
+    meshCluster('reviews-per-request', server.ports.strict, [REVIEWS], { extra: { max_requests_per_connection: 1 } }),
     meshCluster('reviews-wrong-san', server.ports.permissive, ['spiffe://cluster.local/ns/default/sa/ratings']),
     meshCluster('plain-to-strict', server.ports.strict, [REVIEWS], { tlsMode: 'disabled' }),
     meshCluster('reviews-unknown-ca', server.ports.permissive, [REVIEWS], { validation: { trusted_ca: { filename: path.join(tmp, 'stranger-root.pem') }, match_subject_alt_names: [{ exact: REVIEWS }] } }),
@@ -105,6 +106,13 @@ describe('mTLS between two proxies (ISTIO_MUTUAL)', { timeout: 60_000 }, () => {
     const strict = await request(`http://127.0.0.1:${client.ports.outbound}/strict/1`);
     assert.equal(strict.status, 200, strict.body.toString());
     assert.equal(local.server.counts.issued >= 2, true);
+  });
+
+  test('a new mTLS connection per request (max_requests_per_connection 1): every request completes', async () => {
+    const before = (await server.stat(`listener.127.0.0.1_${server.ports.strict}.ssl.handshake`)) ?? 0;
+    const rs = await Promise.all(Array.from({ length: 20 }, (_, i) => request(`http://127.0.0.1:${client.ports.outbound}/per-request/${i}`, { timeoutMs: 5000 })));
+    for (const r of rs) assert.equal(r.status, 200, r.body.toString());
+    assert.equal(await server.stat(`listener.127.0.0.1_${server.ports.strict}.ssl.handshake`), before + 20);
   });
 
   test('PERMISSIVE: plaintext on the same port is served by the raw_buffer chain', async () => {
