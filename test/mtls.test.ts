@@ -7,6 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect as tlsConnect } from 'node:tls';
+import { Agent } from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -78,12 +79,13 @@ before(async () => {
   client = await startProxy((p) => bootstrap([
     listener(p('outbound'), [chain(hcm([vhost([
       route('/ok', 'reviews'), route('/strict', 'reviews-strict'), route('/wrong-san', 'reviews-wrong-san'),
-      route('/plain-to-strict', 'plain-to-strict'), route('/unknown-ca', 'reviews-unknown-ca'), route('/per-request', 'reviews-per-request'),
+      route('/plain-to-strict', 'plain-to-strict'), route('/unknown-ca', 'reviews-unknown-ca'), route('/per-request', 'reviews-per-request'), route('/capped', 'reviews-capped'),
     ])], { statPrefix: 'outbound' }))]),
   ], [
     meshCluster('reviews', server.ports.permissive, [REVIEWS]),
     meshCluster('reviews-strict', server.ports.strict, [REVIEWS]),
     meshCluster('reviews-per-request', server.ports.strict, [REVIEWS], { extra: { max_requests_per_connection: 1 } }),
+    meshCluster('reviews-capped', server.ports.strict, [REVIEWS], { extra: { max_requests_per_connection: 1, circuit_breakers: { thresholds: [{ max_connections: 2 }] } } }),
     meshCluster('reviews-wrong-san', server.ports.permissive, ['spiffe://cluster.local/ns/default/sa/ratings']),
     meshCluster('plain-to-strict', server.ports.strict, [REVIEWS], { tlsMode: 'disabled' }),
     meshCluster('reviews-unknown-ca', server.ports.permissive, [REVIEWS], { validation: { trusted_ca: { filename: path.join(tmp, 'stranger-root.pem') }, match_subject_alt_names: [{ exact: REVIEWS }] } }),
@@ -113,6 +115,23 @@ describe('mTLS between two proxies (ISTIO_MUTUAL)', { timeout: 60_000 }, () => {
     const rs = await Promise.all(Array.from({ length: 20 }, (_, i) => request(`http://127.0.0.1:${client.ports.outbound}/per-request/${i}`, { timeoutMs: 5000 })));
     for (const r of rs) assert.equal(r.status, 200, r.body.toString());
     assert.equal(await server.stat(`listener.127.0.0.1_${server.ports.strict}.ssl.handshake`), before + 20);
+  });
+
+  test('a new mTLS connection per request beyond max_connections: closed connections free the budget (keep-alive lanes, as wrk)', async () => {
+    // Each connection retired after its one request must leave the pool's count, or the third
+    // request waits forever for a slot under max_connections 2.
+    const lane = async (l: number): Promise<number[]> => {
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      const out: number[] = [];
+      try {
+        for (let i = 0; i < 6; i++) out.push((await request(`http://127.0.0.1:${client.ports.outbound}/capped/${l}/${i}`, { agent, timeoutMs: 5000 })).status);
+      } finally { agent.destroy(); }
+      return out;
+    };
+    const statuses = (await Promise.all([0, 1, 2, 3].map(lane))).flat();
+    assert.deepEqual(statuses, Array(24).fill(200));
+    assert.equal(await statReaches(client, 'cluster.reviews-capped.upstream_cx_active', (v) => v === 0), 0);
+    assert.equal(await client.stat('cluster.reviews-capped.upstream_cx_total'), 24);
   });
 
   test('PERMISSIVE: plaintext on the same port is served by the raw_buffer chain', async () => {

@@ -402,12 +402,24 @@ class H1ClientConnection {
     call.handler.onResponseEnd?.(call, (trailers ?? {}) as IncomingHttpHeaders);
     const max = this.pool.opts.maxRequestsPerConnection;
     if (close || this.dead || (max > 0 && this.served >= max) || (call.req.body && !call.req.body.readableEnded)) {
-      this.dead = true;
-      this.socket.destroy();
+      this.retire();
       return;
     }
     if (this.socket.isPaused()) this.socket.resume();
     this.pool.release(this);
+  }
+
+  /**
+   * Closed by us after a complete response (max_requests_per_connection, `connection: close`):
+   * the pool and the cluster count it gone now, as the socket's 'close' then finds it dead.
+   * Without this the connection budget leaked until queued requests waited forever.
+   */
+  private retire(): void {
+    if (this.dead) return;
+    this.dead = true;
+    this.socket.destroy();
+    this.pool.opts.onDisconnect();
+    this.pool.removed(this);
   }
 
   private fail(err: Error): void {
