@@ -79,6 +79,7 @@ for (const delta of [false, true]) {
       assert.equal(await proxy.stat('control_plane.connected_state'), 1);
       assert.ok((await proxy.stat('listener_manager.lds.update_success'))! >= 1);
       assert.ok((await proxy.stat('cluster_manager.cds.update_success'))! >= 1);
+      assert.ok((await proxy.stat('http.http.rds.r1.update_success'))! >= 1, 'Envoy names RDS stats http.<stat_prefix>.rds.<route_config_name>.*');
     });
 
     test('config_dump shows dynamic listeners, clusters, routes and endpoints with versions', async () => {

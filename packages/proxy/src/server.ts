@@ -85,6 +85,7 @@ export class ProxyServer {
     const dynamic = new DynamicConfig(this.clusters, this.listeners,
       new Set(this.bootstrap.clusters.map((c) => c.name)), new Set(this.bootstrap.listeners.map((l) => l.name)));
     dynamic.gauges = (name, value) => this.stats.gauge(name).set(value);
+    dynamic.counters = (name) => this.stats.counter(name).inc();
     this.dynamic = dynamic;
     // Workers get every secret from the main thread's store (workers.ts), ADS-pushed ones included.
     if (this.options.xdsFollower) return;

@@ -37,6 +37,19 @@ export class RdsRoute {
     return this.msg?.raw;
   }
 
+  /** HCM stat_prefixes naming this route config (recorded when an HCM config compiles). */
+  private readonly statPrefixes = new Set<string>();
+
+  /** An HCM config with this stat_prefix follows this route config. */
+  noteStatPrefix(prefix: string): void {
+    this.statPrefixes.add(prefix);
+  }
+
+  /** RDS stat scopes, as Envoy names them: `http.<stat_prefix>.rds.<route_config_name>.` per HCM prefix. */
+  statScopes(): string[] {
+    return [...this.statPrefixes].map((p) => `http.${p}.rds.${this.name}.`);
+  }
+
   get inUse(): boolean {
     return this.users.size > 0;
   }

@@ -222,8 +222,9 @@ export class DynamicConfig implements XdsHandler {
     this.gauges?.('cluster_manager.warming_clusters', this.warmingClusters.size);
   }
 
-  /** Set by the server: publishes a gauge value. */
+  /** Set by the server: publishes a gauge value / counts one event. */
   gauges: ((name: string, value: number) => void) | undefined;
+  counters: ((name: string) => void) | undefined;
 
   // ---- LDS / RDS ----
 
@@ -263,11 +264,16 @@ export class DynamicConfig implements XdsHandler {
 
   private applyRoutes(u: XdsUpdate, out: XdsRejection[]): void {
     for (const r of u.resources) {
+      const route = rdsRoute(r.name);
+      const scopes = route.statScopes();
+      for (const sc of scopes) this.counters?.(`${sc}update_attempt`);
       try {
-        rdsRoute(r.name).update(r.json, r.version || u.version);
+        route.update(r.json, r.version || u.version);
         this.accepted(u.typeUrl, r.name);
+        for (const sc of scopes) { this.counters?.(`${sc}update_success`); this.counters?.(`${sc}config_reload`); }
       } catch (e) {
         this.reject(u.typeUrl, r, (e as Error).message, out);
+        for (const sc of scopes) this.counters?.(`${sc}update_rejected`);
       }
     }
     for (const name of u.removed) rdsRoute(name).remove();

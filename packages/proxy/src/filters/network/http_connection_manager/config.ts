@@ -106,7 +106,7 @@ export function compileHcm(m: Msg): HcmConfig {
     statPrefix: m.requiredStr('stat_prefix'),
     codec: m.enumOf('codec_type', CODECS),
     routes: rc ? new RouteTable(rc, perRoute) : EMPTY_ROUTES,
-    rds: rds ? rdsRoute(rds.requiredStr('route_config_name')) : undefined,
+    rds: rds ? followRds(rds.requiredStr('route_config_name'), m.requiredStr('stat_prefix')) : undefined,
     perFilterCompilers: perRoute,
     router: router as RouterFilterConfig,
     httpFilters,
@@ -169,6 +169,12 @@ function readPathNormalization(m: Msg): PathNormalization | undefined {
   const action = m.enumOf('path_with_escaped_slashes_action', ESCAPED_SLASHES);
   const escapedSlashes = action === 'IMPLEMENTATION_SPECIFIC_DEFAULT' ? 'KEEP_UNCHANGED' : action;
   return normalize || mergeSlashes || escapedSlashes !== 'KEEP_UNCHANGED' ? { normalize, mergeSlashes, escapedSlashes } : undefined;
+}
+
+function followRds(name: string, statPrefix: string): RdsRoute {
+  const route = rdsRoute(name);
+  route.noteStatPrefix(statPrefix);
+  return route;
 }
 
 /** RDS over ADS is what istiod sends; other config sources are not built. */
