@@ -1,6 +1,7 @@
 import type { Msg } from '../config/fields.ts';
 import { readFractionalPercent } from '../config/percent.ts';
 import { compileStringMatcher } from '../tls/context.ts';
+import { compilePolicyHeaderMatcher } from '../policy/header-matcher.ts';
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -15,18 +16,6 @@ export interface RequestView {
 }
 
 export type HeaderPredicate = (req: RequestView) => boolean;
-
-/** Header lookup, with the pseudo-headers (which codecs keep out of `headers`) read from the request itself. */
-function headerGetter(name: string): (req: RequestView) => string | string[] | undefined {
-  switch (name) {
-    case ':method': return (r) => r.method;
-    case ':path': return (r) => r.path;
-    case ':authority': return (r) => r.authority;
-    case ':scheme': return (r) => r.scheme;
-    case 'host': return (r) => r.headers.host ?? r.authority;
-    default: return (r) => r.headers[name];
-  }
-}
 
 /** envoy.config.route.v3.RouteMatch compiled to one predicate over the path and one over headers. */
 export interface CompiledMatch {
@@ -211,37 +200,10 @@ export function compileRegex(m: Msg, flags = ''): RegExp {
   }
 }
 
-/** envoy.config.route.v3.HeaderMatcher. Multiple values of a header are matched joined with ','. */
+/**
+ * envoy.config.route.v3.HeaderMatcher: one implementation for routes, faults, retries, local replies and
+ * RBAC (policy/header-matcher.ts). Multiple values of a header are matched joined with ','.
+ */
 export function compileHeaderMatcher(m: Msg): HeaderPredicate {
-  const name = m.requiredStr('name').toLowerCase();
-  const get = headerGetter(name);
-  const invert = m.bool('invert_match');
-  const treatMissingAsEmpty = m.bool('treat_missing_header_as_empty');
-  let test: (v: string) => boolean;
-  let presentOnly = false;
-  if (m.has('string_match')) test = compileStringMatcher(m.requiredMsg('string_match'));
-  else if (m.has('exact_match')) { const v = m.str('exact_match'); test = (s) => s === v; }
-  else if (m.has('prefix_match')) { const v = m.str('prefix_match'); test = (s) => s.startsWith(v); }
-  else if (m.has('suffix_match')) { const v = m.str('suffix_match'); test = (s) => s.endsWith(v); }
-  else if (m.has('contains_match')) { const v = m.str('contains_match'); test = (s) => s.includes(v); }
-  else if (m.has('safe_regex_match')) { const re = compileRegex(m.requiredMsg('safe_regex_match')); test = (s) => re.test(s); }
-  else if (m.has('range_match')) {
-    const r = m.requiredMsg('range_match');
-    const start = r.num('start'), end = r.num('end');
-    test = (s) => /^-?\d+$/.test(s) && Number(s) >= start && Number(s) < end;
-  } else if (m.has('present_match')) {
-    const want = m.bool('present_match');
-    return (r) => ((get(r) !== undefined) === want) !== invert;
-  } else presentOnly = true;
-  return (r) => {
-    let v = get(r);
-    if (v === undefined) {
-      // Envoy: a missing header fails a value match, inverted or not (only presence matches see absence).
-      if (!treatMissingAsEmpty) return false;
-      v = '';
-    }
-    if (presentOnly) return !invert;
-    const s = Array.isArray(v) ? v.join(',') : v;
-    return test(s) !== invert;
-  };
+  return compilePolicyHeaderMatcher(m);
 }
