@@ -14,6 +14,9 @@ import { agentSettings, type AgentSettings } from './agent-settings.ts';
 import { renderBootstrap } from './bootstrap-render.ts';
 import { xdsHeaders } from './xds-credentials.ts';
 import { startStatusServer } from './status-server.ts';
+import { parseGoBool } from './metadata-fields.ts';
+import { startAgentDns, type AgentDns } from '../dns/agent-dns.ts';
+import { TYPE_URL } from '../xds/discovery.ts';
 import { compileBootstrap, loadBootstrapSource, type BootstrapConfig } from '../config/bootstrap.ts';
 import { ConfigError } from '../core/errors.ts';
 import { log, setLogLevel } from '../core/log.ts';
@@ -56,6 +59,13 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
     return 1;
   }
 
+  let dns: AgentDns | undefined;
+  try {
+    dns = await maybeStartDns(settings);
+  } catch (err) {
+    process.stderr.write(`Error: DNS proxy: ${(err as Error).message}\n`);
+    return 1;
+  }
   let server: ProxyServer | undefined;
   let status: Server;
   try {
@@ -68,11 +78,13 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
     configPath: settings.bootstrapPath, configYaml: '', mode: 'serve', concurrency: settings.concurrency,
     logLevel: settings.logLevel, drainTimeS: settings.drainTimeS,
   };
-  server = new ProxyServer(bootstrap, { ...proxyArgs, reusePort: settings.concurrency > 1, admin: true, xdsHeaders: xdsHeaders(settings) });
+  const xdsSinks = new Map(dns ? [[TYPE_URL.nameTable, dns.sink]] : []);
+  server = new ProxyServer(bootstrap, { ...proxyArgs, reusePort: settings.concurrency > 1, admin: true, xdsHeaders: xdsHeaders(settings), xdsSinks });
   const running = server;
   const stop = (): void => {
     log.info('caught signal, shutting down');
     status.close();
+    void dns?.proxy.close();
     void running.shutdown(0);
   };
   process.once('SIGTERM', stop);
@@ -80,6 +92,15 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
   if (settings.concurrency > 1) await startWorkers(server, proxyArgs);
   else await server.start();
   return -1;
+}
+
+/** pilot-agent's DNS capture switch: ISTIO_META_DNS_CAPTURE in the environment or ProxyConfig.proxyMetadata. */
+async function maybeStartDns(settings: AgentSettings): Promise<AgentDns | undefined> {
+  const env = { ...process.env, ...(settings.proxyConfig.proxyMetadata ?? {}) } as Record<string, string | undefined>;
+  if (parseGoBool(env.ISTIO_META_DNS_CAPTURE ?? 'false') !== true) return undefined;
+  return startAgentDns({
+    address: env.DNS_PROXY_ADDR || 'localhost:15053', proxyNamespace: settings.identity.podNamespace, proxyDomain: settings.identity.domain,
+  });
 }
 
 export async function runPilotWait(argv: readonly string[]): Promise<number> {
