@@ -13,7 +13,10 @@ import { PILOT_USAGE, parsePilotProxyArgs, parsePilotWaitArgs } from './pilot-cl
 import { agentSettings, type AgentSettings } from './agent-settings.ts';
 import { renderBootstrap } from './bootstrap-render.ts';
 import { xdsHeaders } from './xds-credentials.ts';
-import { startStatusServer } from './status-server.ts';
+import { startStatusServer, type ReadinessSource, type StatusServerOptions } from './status-server.ts';
+import { parseAppProbers, probeTarget } from './app-probers.ts';
+import { parseScrapeConfig } from './app-metrics.ts';
+import { createAgentMetrics } from './agent-metrics.ts';
 import { parseGoBool } from './metadata-fields.ts';
 import { startAgentDns, type AgentDns } from '../dns/agent-dns.ts';
 import { TYPE_URL } from '../xds/discovery.ts';
@@ -68,8 +71,16 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
   }
   let server: ProxyServer | undefined;
   let status: Server;
+  let statusOptions: StatusServerOptions;
   try {
-    status = await startStatusServer(settings.statusPort, () => server);
+    statusOptions = statusServerOptions(settings, () => server, dns);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`Error: ${err.message}\n`);
+    return 1;
+  }
+  try {
+    status = await startStatusServer(statusOptions);
   } catch (err) {
     process.stderr.write(`Error: status server on port ${settings.statusPort}: ${(err as Error).message}\n`);
     return 1;
@@ -92,6 +103,20 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
   if (settings.concurrency > 1) await startWorkers(server, proxyArgs);
   else await server.start();
   return -1;
+}
+
+/** 15020's settings from pilot-agent's environment: rewritten app probes, app metrics to merge, the agent's metrics. */
+function statusServerOptions(settings: AgentSettings, proxy: () => ReadinessSource | undefined, dns: AgentDns | undefined): StatusServerOptions {
+  const env = process.env;
+  const sidecar = settings.identity.type === 'sidecar';
+  return {
+    port: settings.statusPort, proxy,
+    probers: parseAppProbers(env.ISTIO_KUBE_APP_PROBERS ?? ''),
+    probeTarget: probeTarget(env.INSTANCE_IP ?? '', parseGoBool(env.REWRITE_PROBE_LEGACY_LOCALHOST_DESTINATION ?? 'false') === true),
+    scrapeTargets: sidecar ? parseScrapeConfig(env.ISTIO_PROMETHEUS_ANNOTATIONS, settings.statusPort) : [],
+    metrics: createAgentMetrics(() => dns?.proxy),
+    nameTable: () => dns?.lastTable(),
+  };
 }
 
 /** pilot-agent's DNS capture switch: ISTIO_META_DNS_CAPTURE in the environment or ProxyConfig.proxyMetadata. */
