@@ -85,6 +85,15 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
     process.stderr.write(`Error: status server on port ${settings.statusPort}: ${(err as Error).message}\n`);
     return 1;
   }
+  // istio-agent's CA client (CA_ADDR, as the injector sets it) or mounted certificates: the workload
+  // certificate the SDS `default` / `ROOTCA` secrets name, before any listener opens.
+  try {
+    if (process.env.CA_ADDR || process.env.FILE_MOUNTED_CERTS) await (await import('../tls/identity.ts')).startIdentityFromEnv(process.env);
+  } catch (err) {
+    process.stderr.write(`Error: workload certificate: ${(err as Error).message}\n`);
+    status.close();
+    return 1;
+  }
   const proxyArgs: ProxyArgs = {
     configPath: settings.bootstrapPath, configYaml: '', mode: 'serve', concurrency: settings.concurrency,
     logLevel: settings.logLevel, drainTimeS: settings.drainTimeS,

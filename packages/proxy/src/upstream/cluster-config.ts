@@ -5,6 +5,7 @@ import { compileLocalityLbOptions, type LocalityLbOptions } from './locality.ts'
 import { compileHashLbConfig, type HashLbConfig } from './lb-hash.ts';
 import { compileOutlierDetection, type OutlierConfig } from './outlier.ts';
 import { readUpstreamBind } from './bind-config.ts';
+import { readUpstreamMetadataExchange } from './cluster-filters.ts';
 
 const HTTP_PROTOCOL_OPTIONS = 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
 const HTTP_PROTOCOL_OPTIONS_URL = 'type.googleapis.com/' + HTTP_PROTOCOL_OPTIONS;
@@ -113,6 +114,8 @@ export interface ClusterConfig {
   readonly internalUpstream: InternalUpstreamConfig | undefined;
   /** upstream_bind_config.source_address: connect from this address (Istio's inbound 127.0.0.6). */
   readonly sourceAddress: string | undefined;
+  /** filters: Istio's TCP metadata exchange upstream (its ALPN protocol), the one upstream filter supported. */
+  readonly upstreamMx: string | undefined;
   /** Cluster metadata.filter_metadata. */
   readonly metadata: Readonly<Record<string, unknown>> | undefined;
   /** The config as written, for /config_dump. */
@@ -169,6 +172,7 @@ export function compileCluster(m: Msg): ClusterConfig {
     upstreamPortOverride: readPortOverride(odc),
     internalUpstream,
     sourceAddress: readUpstreamBind(m, tls !== undefined || socketMatches.some((t) => t.tls !== undefined)),
+    upstreamMx: readUpstreamMetadataExchange(m),
     metadata: readFilterMetadata(m),
     source: m.raw,
   };
