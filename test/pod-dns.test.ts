@@ -218,7 +218,7 @@ describe('NDS over xDS: skua-controlplane --mesh → skua-proxy proxy sidecar (D
 
   test('the mesh services resolve through the agent\'s DNS proxy with names derived for its namespace', async () => {
     let r: Dig | undefined;
-    for (let i = 0; i < 100; i++) {
+    for (let i = 0; i < 300; i++) {
       r = await dig(dnsPort, 'reviews');
       if (r.status === 'NOERROR') break;
       await new Promise((res) => setTimeout(res, 100));
@@ -233,7 +233,7 @@ describe('NDS over xDS: skua-controlplane --mesh → skua-proxy proxy sidecar (D
       services: [{ name: 'reviews', namespace: 'default', vip: '10.96.0.99', ports: [{ port: 9080, protocol: 'http' }] }],
       workloads: [{ name: 'sleep-1', namespace: 'default', ip: '127.0.0.41', outbound_ip: '127.0.1.41', labels: { app: 'sleep' } }],
     });
-    for (let i = 0; i < 100 && (await dig(dnsPort, 'reviews')).answers[0] !== 'reviews. 30 A 10.96.0.99'; i++) await new Promise((res) => setTimeout(res, 100));
+    for (let i = 0; i < 300 && (await dig(dnsPort, 'reviews')).answers[0] !== 'reviews. 30 A 10.96.0.99'; i++) await new Promise((res) => setTimeout(res, 100));
     assert.deepEqual((await dig(dnsPort, 'reviews')).answers, ['reviews. 30 A 10.96.0.99']);
     const gone = await dig(dnsPort, 'ratings.prod.svc.cluster.local');
     assert.ok(!gone.answers.some((a) => a.includes('10.96.0.31')), `a service removed from the mesh is no longer answered locally: ${gone.raw}`);

@@ -121,7 +121,9 @@ describe('15020: rewritten app probes and merged metrics', () => {
       ISTIO_KUBE_APP_PROBERS: JSON.stringify(probers),
       ISTIO_PROMETHEUS_ANNOTATIONS: JSON.stringify({ scrape: 'true', port: String(app.httpPort), path: '/metrics' }),
     }, ads.port, ports);
-    await ads.waitFor(async () => (await fetch(`http://127.0.0.1:${ports.es}/healthz/ready`).catch(() => undefined))?.status === 200, `the agent to be ready: ${agent.stderr()}`);
+    // A loaded machine (the full suite, other work) can take a while to start a Node process.
+    await ads.waitFor(async () => (await fetch(`http://127.0.0.1:${ports.es}/healthz/ready`).catch(() => undefined))?.status === 200, 'the agent to be ready', 60_000)
+      .catch((e: Error) => { throw new Error(`${e.message}\nagent stderr:\n${agent.stderr()}`); });
   });
   after(() => cleanup(() => stopAgent(agent), () => ads?.close(), () => new Promise((r) => app?.http.close(r)), () => app?.tcp?.close(), () => app?.grpc.forceShutdown()));
 
@@ -205,7 +207,7 @@ describe('15020 settings are checked at start', () => {
       const ports = { status: await freePort(), prom: await freePort(), es: await freePort(), admin: await freePort() };
       const a = startAgent(env, await freePort(), ports);
       try {
-        const code = await Promise.race([a.exited, new Promise((r) => setTimeout(() => r('still running'), 10_000))]);
+        const code = await Promise.race([a.exited, new Promise((r) => setTimeout(() => r('still running'), 30_000))]);
         assert.equal(code, 1, a.stderr());
         assert.match(a.stderr(), message);
       } finally { await stopAgent(a); }
