@@ -169,6 +169,27 @@ describe('DNS proxy (in process) with dig and dnsmasq', { skip }, () => {
     assert.deepEqual((await dig(port, 'reviews')).answers, ['reviews. 30 A 10.96.0.21']);
   });
 
+  test('hostile TCP: a half-sent message holds nothing up, a malformed one gets FORMERR on the same connection', async () => {
+    const { connect } = await import('node:net');
+    const stuck = connect(port, '127.0.0.1');
+    await new Promise<void>((r) => stuck.once('connect', () => r()));
+    stuck.write(Buffer.from([0xff, 0xff, 1, 2, 3]));
+    const s = connect(port, '127.0.0.1');
+    const got: Buffer[] = [];
+    s.on('data', (c: Buffer) => got.push(c));
+    await new Promise<void>((r) => s.once('connect', () => r()));
+    const bad = Buffer.from([0x77, 0x77, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 60, 0x61]);
+    s.write(Buffer.concat([Buffer.from([0, bad.length]), bad]));
+    for (let i = 0; i < 50 && Buffer.concat(got).length < 14; i++) await new Promise((r) => setTimeout(r, 20));
+    const reply = Buffer.concat(got);
+    assert.equal(reply.readUInt16BE(0), reply.length - 2, 'a length-prefixed reply');
+    assert.equal(reply.readUInt16BE(2), 0x7777);
+    assert.equal(reply[5] & 0xf, 1, 'FORMERR');
+    assert.deepEqual((await dig(port, 'reviews', 'A', ['+tcp'])).answers, ['reviews. 30 A 10.96.0.21']);
+    stuck.destroy();
+    s.destroy();
+  });
+
   test('every resolver down: SERVFAIL after the timeout, not a hang', async () => {
     const dead = new DnsProxy({ port: 0, forwarder: new Forwarder({ servers: [{ host: '127.0.0.1', port: await freePort() }], timeoutMs: 500 }) });
     await dead.start();
@@ -185,6 +206,7 @@ describe('NDS over xDS: skua-controlplane --mesh → skua-proxy proxy sidecar (D
   let agent: ChildProcess | undefined;
   let dir = '';
   let dnsPort = 0;
+  let statusPort = 0;
   let err = '';
 
   before(async () => {
@@ -201,6 +223,7 @@ describe('NDS over xDS: skua-controlplane --mesh → skua-proxy proxy sidecar (D
     dir = mkdtempSync(path.join(tmpdir(), 'skua-pod-dns-'));
     dnsPort = await freePort();
     const ports = { admin: await freePort(), status: await freePort(), es: await freePort(), ep: await freePort() };
+    statusPort = ports.status;
     agent = spawn(process.execPath, [proxyMain, 'proxy', 'sidecar', '--concurrency', '1'], {
       cwd: dir, stdio: ['ignore', 'ignore', 'pipe'],
       env: {
@@ -227,6 +250,9 @@ describe('NDS over xDS: skua-controlplane --mesh → skua-proxy proxy sidecar (D
     assert.deepEqual(r!.answers, ['reviews. 30 A 10.96.0.21']);
     assert.deepEqual((await dig(dnsPort, 'ratings.prod.svc.cluster.local')).answers, ['ratings.prod.svc.cluster.local. 30 A 10.96.0.31']);
     assert.deepEqual((await dig(dnsPort, 'ratings.prod')).answers, ['ratings.prod. 30 A 10.96.0.31']);
+    // pilot-agent's /debug/ndsz: the table as received.
+    const ndsz = await (await fetch(`http://127.0.0.1:${statusPort}/debug/ndsz`)).json() as { table: Record<string, { ips: string[] }> };
+    assert.deepEqual(ndsz.table['reviews.default.svc.cluster.local'].ips, ['10.96.0.21']);
     // A changed mesh file is pushed as a new table.
     cp.writeMesh({
       mesh: { mtls: 'DISABLE', capture: 'none' },

@@ -241,6 +241,7 @@ describe('two pods in network namespaces, skua sidecars from skua-controlplane',
     const merged = scrape('server', 15020);
     assert.match(merged, /^echo_requests_total [1-9]/m, 'the app\'s metrics are merged in');
     assert.match(merged, /^istio_agent_process_cpu_seconds_total /m);
+    assert.match(scrape('client', 15020), /^istio_agent_dns_requests_total [1-9]/m, 'the DNS proxy\'s queries are counted');
     if (!existsSync('/usr/bin/promtool')) return;
     for (const [what, text] of [['client 15090', src], ['server 15090', dst], ['server 15020', merged], ['client 15020', scrape('client', 15020)]] as const) {
       const r = spawnSync('/usr/bin/promtool', ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 30_000 });
