@@ -95,6 +95,8 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
     pos = eol + 2;
     const prev = headers[name];
     if (prev === undefined) headers[name] = value;
+    // A name Object.prototype has (`constructor`, `__proto__`, ...) is an own header like any other.
+    else if (!Object.hasOwn(headers, name)) Object.defineProperty(headers, name, { value, writable: true, enumerable: true, configurable: true });
     else if (Array.isArray(prev)) prev.push(value);
     else headers[name] = [prev, value];
     switch (name) {
@@ -351,7 +353,7 @@ export class ChunkedDecoder {
           if (colon <= 0 || !TOKEN.test(line.slice(0, colon))) return -1;
           const value = line.slice(colon + 1, -2);
           if (BAD_VALUE.test(value)) return -1;
-          (this.trailers ??= {})[line.slice(0, colon).toLowerCase()] = trimOws(value);
+          (this.trailers ??= Object.create(null) as Headers)[line.slice(0, colon).toLowerCase()] = trimOws(value);
           break;
         }
         default:
