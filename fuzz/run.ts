@@ -59,12 +59,13 @@ export function fuzzTarget(target: string, seconds: number, outDir: string): Pro
     child.stderr.on('data', keep);
     child.once('error', reject);
     child.once('close', (code) => {
-      if (process.env.SKUA_FUZZ_LOG) writeFileSync(process.env.SKUA_FUZZ_LOG, log);
+      writeFileSync(path.join(work, 'last-run.log'), log);
       const executions = Number(/stat::number_of_executed_units: (\d+)/.exec(log)?.[1] ?? /Done (\d+) runs/.exec(log)?.[1] ?? 0);
       const found = readdirSync(work).find((f) => !before.has(f) && /^(crash|timeout|oom|leak)-/.test(f));
       const artifact = found ? path.join(work, found) : '';
       const at = log.search(/==\d+== |Uncaught Exception|ERROR: libFuzzer/);
-      const crashed = code !== 0 || artifact !== '';
+      // No executions at all is a broken run, not a clean one.
+      const crashed = code !== 0 || artifact !== '' || executions === 0;
       const report = crashed ? (at >= 0 ? log.slice(at) : log).split('\n').slice(0, 40).join('\n') : '';
       resolve({ target, executions, crashed, artifact, report, seconds: (Date.now() - started) / 1000 });
     });
