@@ -134,6 +134,19 @@ describe('drain', { timeout: 120_000 }, () => {
     assert.equal(await hung, 'cut');
   });
 
+  test('SIGTERM with --concurrency 2: every worker drains and the process exits 0', async (t) => {
+    const proxy = await startProxy((p) => simpleHttp(p('http'), backend.port), { ports: ['http'], args: ['--concurrency', '2', '--drain-time-s', '20'] });
+    t.after(() => proxy.stop({ allowExited: true }));
+    // Several connections, so both event loops (SO_REUSEPORT) are likely to hold one.
+    const inFlight = Array.from({ length: 4 }, () => request(`http://127.0.0.1:${proxy.ports.http}/stream?bytes=65536&delay=1000`, { timeoutMs: 15_000 }));
+    await sleep(300);
+    process.kill(proxy.pid, 'SIGTERM');
+    for (const r of await Promise.all(inFlight)) assert.equal(r.body.length, 65536);
+    const exit = await exitWithin(proxy, 8000);
+    assert.ok(exit, 'still running 8 s after its last response');
+    assert.deepEqual(exit, { code: 0, signal: null });
+  });
+
   test('/drain_listeners?graceful keeps accepting while responses ask clients to close, then stops accepting', async (t) => {
     const proxy = await startProxy((p) => simpleHttp(p('http'), backend.port), { ports: ['http'], args: ['--drain-time-s', '2', '--drain-strategy', 'immediate'] });
     t.after(() => proxy.stop({ allowExited: true }));
