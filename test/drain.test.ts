@@ -28,8 +28,11 @@ async function waitRefused(port: number, ms = 3000): Promise<boolean> {
   return false;
 }
 
-async function exitWithin(proxy: RunningProxy, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null } | undefined> {
-  return Promise.race([proxy.exited, sleep(ms).then(() => undefined)]);
+/** The proxy exits with code 0 within `ms`. */
+async function expectExit0(proxy: RunningProxy, ms: number, why: string): Promise<void> {
+  const exit = await Promise.race([proxy.exited, sleep(ms).then(() => undefined)]);
+  assert.ok(exit, why);
+  assert.deepEqual(exit, { code: 0, signal: null });
 }
 
 /** Opens a stream: 'answered' if it gets a response, 'refused' if it errors or closes without one. */
@@ -70,9 +73,7 @@ describe('drain', { timeout: 120_000 }, () => {
     assert.equal(sha256(res.body), patternDigest(BYTES));
     assert.equal(res.headers.connection, 'close');
     assert.ok(Date.now() - started >= 1500, 'the response came before the backend answered');
-    const exit = await exitWithin(proxy, 5000);
-    assert.ok(exit, 'still running 5 s after its last connection closed (drain time is 20 s)');
-    assert.deepEqual(exit, { code: 0, signal: null });
+    await expectExit0(proxy, 5000, 'still running 5 s after its last connection closed (drain time is 20 s)');
   });
 
   test('SIGTERM: an HTTP/2 stream in flight completes, the session gets GOAWAY and refuses new streams; exit 0', async (t) => {
@@ -99,9 +100,7 @@ describe('drain', { timeout: 120_000 }, () => {
     assert.equal(r.status, 200);
     assert.equal(r.data.length, BYTES, 'the stream lost bytes');
     assert.equal(sha256(r.data), patternDigest(BYTES));
-    const exit = await exitWithin(proxy, 5000);
-    assert.ok(exit, 'still running 5 s after its last stream ended');
-    assert.deepEqual(exit, { code: 0, signal: null });
+    await expectExit0(proxy, 5000, 'still running 5 s after its last stream ended');
   });
 
   test('SIGTERM with only idle keep-alive connections open: they are closed and the process exits 0 at once', async (t) => {
@@ -115,9 +114,7 @@ describe('drain', { timeout: 120_000 }, () => {
     await new Promise((resolve) => s.once('data', resolve));
     process.kill(proxy.pid, 'SIGTERM');
     await closed;
-    const exit = await exitWithin(proxy, 3000);
-    assert.ok(exit, 'an idle connection kept the process up');
-    assert.deepEqual(exit, { code: 0, signal: null });
+    await expectExit0(proxy, 3000, 'an idle connection kept the process up');
   });
 
   test('SIGTERM: a request that outlives --drain-time-s is cut and the process still exits 0 in time', async (t) => {
@@ -127,9 +124,7 @@ describe('drain', { timeout: 120_000 }, () => {
     await sleep(300);
     const started = Date.now();
     process.kill(proxy.pid, 'SIGTERM');
-    const exit = await exitWithin(proxy, 5000);
-    assert.ok(exit, 'still running 5 s after SIGTERM with --drain-time-s 1');
-    assert.deepEqual(exit, { code: 0, signal: null });
+    await expectExit0(proxy, 5000, 'still running 5 s after SIGTERM with --drain-time-s 1');
     assert.ok(Date.now() - started >= 900, 'exited before the drain time although a request was in flight');
     assert.equal(await hung, 'cut');
   });
@@ -142,9 +137,7 @@ describe('drain', { timeout: 120_000 }, () => {
     await sleep(300);
     process.kill(proxy.pid, 'SIGTERM');
     for (const r of await Promise.all(inFlight)) assert.equal(r.body.length, 65536);
-    const exit = await exitWithin(proxy, 8000);
-    assert.ok(exit, 'still running 8 s after its last response');
-    assert.deepEqual(exit, { code: 0, signal: null });
+    await expectExit0(proxy, 8000, 'still running 8 s after its last response');
   });
 
   test('/drain_listeners?graceful keeps accepting while responses ask clients to close, then stops accepting', async (t) => {
