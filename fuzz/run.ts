@@ -60,13 +60,18 @@ export function fuzzTarget(target: string, seconds: number, outDir: string): Pro
     child.once('error', reject);
     child.once('close', (code) => {
       writeFileSync(path.join(work, 'last-run.log'), log);
-      const executions = Number(/stat::number_of_executed_units: (\d+)/.exec(log)?.[1] ?? /Done (\d+) runs/.exec(log)?.[1] ?? 0);
+      // The final stats can be lost when the engine exits with output still queued: then the last
+      // progress line ("#123 NEW ...", "#123 DONE ...") gives a lower bound.
+      const progress = [...log.matchAll(/^#(\d+)\s/gm)].reduce((max, m) => Math.max(max, Number(m[1])), 0);
+      const executions = Number(/stat::number_of_executed_units: (\d+)/.exec(log)?.[1] ?? /Done (\d+) runs/.exec(log)?.[1] ?? progress);
       const found = readdirSync(work).find((f) => !before.has(f) && /^(crash|timeout|oom|leak)-/.test(f));
       const artifact = found ? path.join(work, found) : '';
       const at = log.search(/==\d+== |Uncaught Exception|ERROR: libFuzzer/);
       // No executions at all is a broken run, not a clean one.
       const crashed = code !== 0 || artifact !== '' || executions === 0;
-      const report = crashed ? (at >= 0 ? log.slice(at) : log).split('\n').slice(0, 40).join('\n') : '';
+      // A crash report from its marker on; otherwise (no executions, a killed process) the log's end.
+      const report = !crashed ? '' : at >= 0 ? log.slice(at).split('\n').slice(0, 40).join('\n')
+        : `exit ${code}, ${executions} executions; log ends:\n${log.split('\n').slice(-30).join('\n')}`;
       resolve({ target, executions, crashed, artifact, report, seconds: (Date.now() - started) / 1000 });
     });
   });
