@@ -24,8 +24,16 @@ export interface Head {
   expectContinue: boolean;
 }
 
-/** Why a head was refused; the server maps these to 400 / 431 / 501. */
-export type HeadError = 'bad-request' | 'too-many-headers' | 'bad-transfer-encoding';
+/**
+ * Why a head was refused; the server maps these to 400 / 431 / 501 and to Envoy's
+ * response_code_details (http1.codec_error, http1.too_many_headers, ...).
+ */
+export type HeadError = 'bad-request' | 'too-many-headers' | 'bad-transfer-encoding' | 'invalid-characters'
+  | 'chunked-with-length' | 'underscore';
+
+/** headers_with_underscores_action: what a request header name with `_` gets. */
+export const Underscores = { Allow: 0, Reject: 1, Drop: 2 } as const;
+export type UnderscoreAction = (typeof Underscores)[keyof typeof Underscores];
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const BAD_VALUE = /[\0\r\n\x7f]/;
@@ -36,6 +44,7 @@ for (const c of "!#$%&'*+-.^_`|~") TCHAR[c.charCodeAt(0)] = 1;
 for (let c = 48; c <= 57; c++) TCHAR[c] = 1;
 for (let c = 65; c <= 90; c++) TCHAR[c] = 2; // upper case: needs folding
 for (let c = 97; c <= 122; c++) TCHAR[c] = 1;
+TCHAR[95] = 3; // '_': headers_with_underscores_action
 
 const CR = 13, LF = 10, SP = 32, HTAB = 9, COLON = 58;
 
@@ -44,8 +53,8 @@ const CR = 13, LF = 10, SP = 32, HTAB = 9, COLON = 58;
  * decoded once to a latin1 string and scanned by char code: no split, no
  * per-line regex, substrings only for what is kept.
  */
-export function parseHead(buf: Buffer, start: number, end: number, isRequest: boolean, maxHeaders: number): Head | HeadError {
-  return parseHeadText(buf.toString('latin1', start, end), end - start, isRequest, maxHeaders);
+export function parseHead(buf: Buffer, start: number, end: number, isRequest: boolean, maxHeaders: number, underscores: UnderscoreAction = 0): Head | HeadError {
+  return parseHeadText(buf.toString('latin1', start, end), end - start, isRequest, maxHeaders, underscores);
 }
 
 /**
@@ -56,8 +65,13 @@ export function headWindow(buf: Buffer, limit: number): string {
   return buf.toString('latin1', 0, buf.length < limit ? buf.length : limit);
 }
 
-/** Parses `text[0, n)`, a head without its final CRLFCRLF. */
-export function parseHeadText(text: string, n: number, isRequest: boolean, maxHeaders: number): Head | HeadError {
+/**
+ * Parses `text[0, n)`, a head without its final CRLFCRLF. A request header field that may appear
+ * once (Host; Content-Length unless repeated identically) is refused when repeated; other repeated
+ * request fields are combined into one comma-separated value (`; ` for Cookie, RFC 9110 §5.3), so
+ * every request header value is a string. Responses keep repeats as arrays (Set-Cookie).
+ */
+export function parseHeadText(text: string, n: number, isRequest: boolean, maxHeaders: number, underscores: UnderscoreAction = 0): Head | HeadError {
   let eol = lineEnd(text, 0, n);
   if (eol < 0) return 'bad-request';
   const head: Head = {
@@ -73,21 +87,28 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
     if (eol < 0) return 'bad-request';
     if (++head.headerCount > maxHeaders) return 'too-many-headers';
     // Name: tchars up to the colon (no whitespace before it, no obs-fold).
-    let i = pos, upper = false;
+    let i = pos, upper = false, underscore = false;
     for (; i < eol; i++) {
       const c = text.charCodeAt(i);
       if (c === COLON) break;
       const t = c < 128 ? TCHAR[c] : 0;
-      if (t === 0) return 'bad-request';
-      if (t === 2) upper = true;
+      if (t !== 1) {
+        if (t === 0) return 'bad-request';
+        if (t === 2) upper = true; else underscore = true;
+      }
     }
     if (i === pos || i === eol) return 'bad-request';
+    if (underscore && underscores !== 0 && isRequest) {
+      if (underscores === 1) return 'underscore';
+      pos = eol + 2;
+      continue;
+    }
     const name = knownName(text, pos, i) ?? (upper ? lowerName(text.slice(pos, i)) : text.slice(pos, i));
     // Value: OWS-trimmed, no control characters but HTAB.
     let vs = i + 1, ve = eol;
     for (let j = vs; j < ve; j++) {
       const c = text.charCodeAt(j);
-      if ((c < SP && c !== HTAB) || c === 127) return 'bad-request';
+      if ((c < SP && c !== HTAB) || c === 127) return 'invalid-characters';
     }
     while (vs < ve && (text.charCodeAt(vs) === SP || text.charCodeAt(vs) === HTAB)) vs++;
     while (ve > vs && (text.charCodeAt(ve - 1) === SP || text.charCodeAt(ve - 1) === HTAB)) ve--;
@@ -95,7 +116,11 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
     pos = eol + 2;
     const prev = headers[name];
     if (prev === undefined) headers[name] = value;
-    else if (Array.isArray(prev)) prev.push(value);
+    else if (name === 'content-length') { if (prev !== value) return 'bad-request'; }
+    else if (isRequest) {
+      if (name === 'host') return 'bad-request';
+      headers[name] = `${prev as string}${name === 'cookie' ? '; ' : ', '}${value}`;
+    } else if (Array.isArray(prev)) prev.push(value);
     else headers[name] = [prev, value];
     switch (name) {
       case 'content-length': {
@@ -127,11 +152,14 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
     // Only "chunked" as the final coding is understood; with Content-Length too it is a smuggling vector.
     const codings = te.toLowerCase().split(',').map((x) => x.trim()).filter(Boolean);
     if (codings[codings.length - 1] !== 'chunked' || codings.length > 1) return 'bad-transfer-encoding';
-    if (head.contentLength >= 0) return 'bad-request';
+    if (head.contentLength >= 0) return 'chunked-with-length';
+    // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 request is faulty framing.
+    if (isRequest && head.versionMinor === 0) return 'bad-request';
     head.chunked = true;
   }
   if (head.versionMinor === 0 && !keepAlive) head.close = true;
-  head.upgrade = connectionUpgrade && headers.upgrade !== undefined;
+  // An `Upgrade: h2c` offer is ignored, as Envoy does: the request is served over HTTP/1.1.
+  head.upgrade = connectionUpgrade && headers.upgrade !== undefined && !(isRequest && sameLower(headers.upgrade as string, 'h2c'));
   return head;
 }
 
@@ -216,6 +244,20 @@ function parseDigits(v: string): number {
   return n;
 }
 
+/** Whether `c` is a tchar (RFC 9110 §5.6.2), what a method or header name is made of. */
+export function isTokenChar(c: number): boolean {
+  return c < 128 && TCHAR[c] !== 0;
+}
+
+/** Whether `line` (without its CRLF) is a request line this codec accepts. */
+export function isRequestLine(line: string): boolean {
+  const head: Head = {
+    method: '', target: '', status: 0, reason: '', versionMinor: 1, headers: {}, headerCount: 0,
+    contentLength: -1, chunked: false, close: false, upgrade: false, expectContinue: false,
+  };
+  return requestLine(line, line.length, head);
+}
+
 /** `METHOD SP target SP HTTP/1.x`. */
 function requestLine(text: string, eol: number, head: Head): boolean {
   let i = 0;
@@ -295,7 +337,8 @@ export class ChunkedDecoder {
           const c = buf[i];
           const d = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
           if (d >= 0) {
-            if (++this.sizeDigits > 15) return -1;
+            // At most 16 digits, and the size stays an exact integer (below 2^53).
+          if (++this.sizeDigits > 16 || this.size >= 2 ** 49) return -1;
             this.size = this.size * 16 + d;
             i++;
           } else if (this.sizeDigits === 0) return -1;
