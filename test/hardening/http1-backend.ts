@@ -1,7 +1,8 @@
 // A recording HTTP/1.1 backend on raw sockets for the hardening suites: it keeps every byte it
 // receives and every request it parses (pipelined ones too), so a test can prove that NO smuggled
 // request reached it. It parses what a proxy forwards (well-formed CRLF framing), answers in order:
-//   /ws...        with `Upgrade`: 101, then echoes raw bytes (the tunnel)
+//   /ws...        with `Upgrade`: 101 (after ?delay=MS), then echoes raw bytes (the tunnel); bytes that
+//                 arrive before the 101 went out are counted in `earlyBytes` and never parsed
 //   /status/CODE  an empty response with that status (keep-alive)
 //   /hold         reads the body as it comes and never answers (the test ends it)
 //   anything else 200 JSON {method, target, headers, bodyBytes}
@@ -22,6 +23,8 @@ export interface RecordingBackend {
   connections: number;
   /** Connections that ended with unread or partial request bytes (the proxy aborted a request). */
   aborted: number;
+  /** Bytes received after an upgrade request head and before the backend answered it. */
+  earlyBytes: number;
   /** Every request target this backend parsed whose path contains `needle`. */
   targets(needle: string): RecordedRequest[];
   /** All bytes received on all connections, as latin1 (capped at 4 MiB). */
@@ -80,10 +83,10 @@ export async function startRecordingBackend(): Promise<RecordingBackend> {
   const chunks: Buffer[] = [];
   let rawSize = 0;
   const b: RecordingBackend = {
-    port: 0, requests: [], connections: 0, aborted: 0,
+    port: 0, requests: [], connections: 0, aborted: 0, earlyBytes: 0,
     targets: (needle) => b.requests.filter((r) => r.target.includes(needle)),
     raw: () => Buffer.concat(chunks).toString('latin1'),
-    clear: () => { b.requests.length = 0; chunks.length = 0; rawSize = 0; b.aborted = 0; },
+    clear: () => { b.requests.length = 0; chunks.length = 0; rawSize = 0; b.aborted = 0; b.earlyBytes = 0; },
     close: async () => {},
   };
   const server = createServer({ allowHalfOpen: true }, (s) => {
@@ -91,10 +94,11 @@ export async function startRecordingBackend(): Promise<RecordingBackend> {
     sockets.add(s);
     s.unref();
     let buf = Buffer.alloc(0);
-    let tunnel = false, holding = false;
+    let tunnel = false, holding = false, switching = false;
     s.on('data', (d: Buffer) => {
       if (rawSize < MAX_RAW) { chunks.push(d); rawSize += d.length; }
       if (tunnel) { s.write(d); return; }
+      if (switching) { b.earlyBytes += d.length; buf = Buffer.concat([buf, d]); return; }
       buf = Buffer.concat([buf, d]);
       for (;;) {
         const got = parseOne(buf);
@@ -104,9 +108,14 @@ export async function startRecordingBackend(): Promise<RecordingBackend> {
         b.requests.push(got.req);
         if (got.hold) { holding = true; break; }
         if (got.upgrade && got.req.target.startsWith('/ws')) {
-          s.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: ${got.req.headers.find(([k]) => k.toLowerCase() === 'upgrade')?.[1]}\r\nconnection: upgrade\r\n\r\n`);
-          tunnel = true;
-          if (buf.length) s.write(buf);
+          switching = true;
+          b.earlyBytes += buf.length;
+          const value = got.req.headers.find(([k]) => k.toLowerCase() === 'upgrade')?.[1];
+          setTimeout(() => {
+            s.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: ${value}\r\nconnection: upgrade\r\n\r\n`);
+            tunnel = true;
+            if (buf.length) s.write(buf);
+          }, Number(/[?&]delay=(\d+)/.exec(got.req.target)?.[1] ?? 0));
           return;
         }
         s.write(reply(got.req));

@@ -149,10 +149,10 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
     }
   }
   if (te) {
-    // Only "chunked" as the final coding is understood; with Content-Length too it is a smuggling vector.
+    // With Content-Length too it is a smuggling vector (checked first, as Envoy does); only "chunked" is understood.
+    if (head.contentLength >= 0) return 'chunked-with-length';
     const codings = te.toLowerCase().split(',').map((x) => x.trim()).filter(Boolean);
     if (codings[codings.length - 1] !== 'chunked' || codings.length > 1) return 'bad-transfer-encoding';
-    if (head.contentLength >= 0) return 'chunked-with-length';
     // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 request is faulty framing.
     if (isRequest && head.versionMinor === 0) return 'bad-request';
     head.chunked = true;
