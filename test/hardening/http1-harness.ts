@@ -123,14 +123,15 @@ export interface SkuaOptions {
 
 /**
  * skua-proxy with one HTTP listener ('http') in front of `backendPort`: WebSocket upgrades on, except
- * on /nows; an access log with LOG_FORMAT on stdout.
+ * on /nows; an access log with LOG_FORMAT on stdout; routed requests carry `x-proxied: 1` (bytes
+ * that reach the backend through a tunnel do not).
  */
 export function startSkua(backendPort: number, opts: SkuaOptions = {}): Promise<RunningProxy> {
   const accessLogConfig = [{ name: 'envoy.access_loggers.stdout', typed_config: { '@type': T.stdoutLog, log_format: { text_format_source: { inline_string: LOG_FORMAT } } } }];
   return startProxy((p) => bootstrap([
     listener(p('http'), [chain(hcm([...(opts.vhosts ?? []), vhost([
       routeTo('backend', '/nows', { upgrade_configs: [{ upgrade_type: 'websocket', enabled: false }] }),
-      routeTo('backend', '/', opts.route ?? {}),
+      routeTo('backend', '/', opts.route ?? {}, { request_headers_to_add: [{ header: { key: 'x-proxied', value: '1' } }] }),
     ])], { statPrefix: 'hardening', extra: { upgrade_configs: [{ upgrade_type: 'websocket' }], access_log: accessLogConfig, ...(opts.hcm ?? {}) } }))]),
   ], [cluster('backend', [backendPort])]), { ports: ['http'] });
 }

@@ -44,7 +44,7 @@ for (const c of "!#$%&'*+-.^_`|~") TCHAR[c.charCodeAt(0)] = 1;
 for (let c = 48; c <= 57; c++) TCHAR[c] = 1;
 for (let c = 65; c <= 90; c++) TCHAR[c] = 2; // upper case: needs folding
 for (let c = 97; c <= 122; c++) TCHAR[c] = 1;
-TCHAR[95] = 3; // '_': headers_with_underscores_action
+TCHAR[95] = 5; // '_' (4 marks it for headers_with_underscores_action)
 
 const CR = 13, LF = 10, SP = 32, HTAB = 9, COLON = 58;
 
@@ -87,18 +87,18 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
     if (eol < 0) return 'bad-request';
     if (++head.headerCount > maxHeaders) return 'too-many-headers';
     // Name: tchars up to the colon (no whitespace before it, no obs-fold).
-    let i = pos, upper = false, underscore = false;
+    // The kinds of the name's characters, OR-ed: 2 = upper case, 4 = underscore.
+    let i = pos, kinds = 0;
     for (; i < eol; i++) {
       const c = text.charCodeAt(i);
       if (c === COLON) break;
       const t = c < 128 ? TCHAR[c] : 0;
-      if (t !== 1) {
-        if (t === 0) return 'bad-request';
-        if (t === 2) upper = true; else underscore = true;
-      }
+      if (t === 0) return 'bad-request';
+      kinds |= t;
     }
     if (i === pos || i === eol) return 'bad-request';
-    if (underscore && underscores !== 0 && isRequest) {
+    const upper = (kinds & 2) !== 0;
+    if ((kinds & 4) !== 0 && underscores !== 0 && isRequest) {
       if (underscores === 1) return 'underscore';
       pos = eol + 2;
       continue;
