@@ -65,6 +65,14 @@ export function headWindow(buf: Buffer, limit: number): string {
   return buf.toString('latin1', 0, buf.length < limit ? buf.length : limit);
 }
 
+/** A head with nothing parsed into it yet (a fresh header map each time). */
+export function emptyHead(): Head {
+  return {
+    method: '', target: '', status: 0, reason: '', versionMinor: 1, headers: {}, headerCount: 0,
+    contentLength: -1, chunked: false, close: false, upgrade: false, expectContinue: false,
+  };
+}
+
 /**
  * Parses `text[0, n)`, a head without its final CRLFCRLF. A request header field that may appear
  * once (Host; Content-Length unless repeated identically) is refused when repeated; other repeated
@@ -74,10 +82,7 @@ export function headWindow(buf: Buffer, limit: number): string {
 export function parseHeadText(text: string, n: number, isRequest: boolean, maxHeaders: number, underscores: UnderscoreAction = 0): Head | HeadError {
   let eol = lineEnd(text, 0, n);
   if (eol < 0) return 'bad-request';
-  const head: Head = {
-    method: '', target: '', status: 0, reason: '', versionMinor: 1, headers: {}, headerCount: 0,
-    contentLength: -1, chunked: false, close: false, upgrade: false, expectContinue: false,
-  };
+  const head = emptyHead();
   if (!(isRequest ? requestLine(text, eol, head) : statusLine(text, eol, head))) return 'bad-request';
   const headers = head.headers;
   let keepAlive = false, connectionUpgrade = false, te = '';
@@ -251,11 +256,7 @@ export function isTokenChar(c: number): boolean {
 
 /** Whether `line` (without its CRLF) is a request line this codec accepts. */
 export function isRequestLine(line: string): boolean {
-  const head: Head = {
-    method: '', target: '', status: 0, reason: '', versionMinor: 1, headers: {}, headerCount: 0,
-    contentLength: -1, chunked: false, close: false, upgrade: false, expectContinue: false,
-  };
-  return requestLine(line, line.length, head);
+  return requestLine(line, line.length, emptyHead());
 }
 
 /** `METHOD SP target SP HTTP/1.x`. */

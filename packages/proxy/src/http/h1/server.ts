@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { STATUS_CODES, type OutgoingHttpHeaders } from 'node:http';
-import { headWindow, parseHeadText, serializeHeaders, type Head, type HeadError, type Headers, type UnderscoreAction } from './parse.ts';
+import { emptyHead, headWindow, parseHeadText, serializeHeaders, type Head, type HeadError, type Headers, type UnderscoreAction } from './parse.ts';
 import { readIntoShared, readIntoStream } from './shared-read.ts';
 import { copyOf, H1Exchange } from './h1-exchange.ts';
 import { leadingEmptyLines, partialHeadError } from './head-guard.ts';
@@ -64,11 +64,6 @@ const HEADER_TIMEOUT: CodecReply = { status: 408, details: 'request_header_timeo
 const HEAD_IDLE: CodecReply = { status: 408, details: 'stream_idle_timeout', flag: 'SI', body: 'stream timeout', protocolError: false };
 const INTERNAL: CodecReply = { status: 500, details: 'internal_error', flag: '-', body: '', protocolError: false };
 
-/** What a codec reply stands in for when no head could be parsed: Envoy logs `"- - HTTP/1.1"`. */
-const NO_HEAD: Head = {
-  method: '', target: '', status: 0, reason: '', versionMinor: 1, headers: {}, headerCount: 0,
-  contentLength: -1, chunked: false, close: true, upgrade: false, expectContinue: false,
-};
 
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
 const EMPTY = Buffer.alloc(0);
@@ -266,7 +261,8 @@ export class H1Connection {
     this.headComplete();
     const cur = this.current;
     if (cur) { cur.abort(r); return; }
-    this.reply(new H1Exchange(this, NO_HEAD), r);
+    // No head could be parsed: Envoy logs `"- - HTTP/1.1"`.
+    this.reply(new H1Exchange(this, { ...emptyHead(), close: true }), r);
   }
 
   /** A bug on the request path must cost this connection, not the process and every listener on it. */
