@@ -94,6 +94,21 @@ describe('HTTP/1.1 codec: Envoy compatibility', { timeout: 60_000 }, () => {
     });
   }
 
+  test('bad chunk framing, with the head or after it was routed: 400 "Bad Request", logged with DPE http1.codec_error', async () => {
+    backend.clear();
+    let logs = accessLog(proxy).length;
+    const r = await probe(proxy.ports.http, 'POST /chunk-now HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nhelloXX');
+    assert.deepEqual(r.statuses, [400]);
+    let line = await logLine(proxy, logs, (l) => l.path === '/chunk-now');
+    assert.deepEqual([line.status, line.flags, line.details, line.method], [400, 'DPE', 'http1.codec_error', 'POST']);
+    logs = accessLog(proxy).length;
+    const later = await probe(proxy.ports.http, '', { pieces: ['POST /chunk-later HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab', 'cXX'], gapMs: 300 });
+    assert.deepEqual(later.statuses, [400]);
+    line = await logLine(proxy, logs, (l) => l.path === '/chunk-later');
+    assert.deepEqual([line.status, line.flags, line.details], [400, 'DPE', 'http1.codec_error']);
+    assert.equal(backend.requests.length, 0, 'the backend never got a complete request');
+  });
+
   test('HTTP/1.0 without accept_http_10: 426 logged with low_version', async () => {
     const logs = accessLog(proxy).length;
     const r = await probe(proxy.ports.http, 'GET /old HTTP/1.0\r\n\r\n');

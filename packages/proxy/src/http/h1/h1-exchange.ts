@@ -24,6 +24,8 @@ export class H1Exchange implements Exchange {
   readonly hasBody: boolean;
   readonly conn: ConnInfo;
   headersSent = false;
+  /** Set when the codec aborted this request (bad body framing): how the access log tells it. */
+  codecError: { readonly status: number; readonly flag: string; readonly details: string } | undefined = undefined;
   bodyDone: boolean;
   private readonly c: H1Connection;
   private readonly requestClose: boolean;
@@ -180,9 +182,10 @@ export class H1Exchange implements Exchange {
    * local reply if nothing was sent yet, else a reset. Whoever forwards the request sees the
    * downstream go away, and the body stream fails.
    */
-  abort(r: { readonly status: number; readonly body: string }): void {
+  abort(r: { readonly status: number; readonly body: string; readonly flag: string; readonly details: string }): void {
     if (this.done) return;
     const onClose = this.onClose;
+    this.codecError = r;
     if (this.bodyStream && !this.bodyDone) this.bodyStream.destroy(new Error('request aborted by the HTTP/1.1 codec'));
     if (this.headersSent) this.reset();
     else {

@@ -201,7 +201,8 @@ export class H1Connection {
       if (ex.bodyDone) this.buf = rest;
       else {
         const used = ex.feedBody(rest, 0);
-        if (used < 0) return this.fail(CODEC_ERROR);
+        // Bad framing in the bytes that came with the head: answered before anything is routed.
+        if (used < 0) return this.reply(ex, CODEC_ERROR);
         if (used < rest.length) this.buf = rest.subarray(used);
       }
     }

@@ -3,10 +3,10 @@ import { createServer as createH2Server, constants as h2c, type Http2Server, typ
 import type { Socket } from 'node:net';
 import type { HcmConfig } from './config.ts';
 import { H2Exchange } from '../../../http/exchange.ts';
-import { H1Connection, type CodecReply, type H1Exchange, type H1Host } from '../../../http/h1/server.ts';
+import { H1Connection, H1Exchange, type CodecReply, type H1Host } from '../../../http/h1/server.ts';
 import { Underscores, type Head } from '../../../http/h1/parse.ts';
 import { codecReply, routeRequest, type RouterSettings } from '../../../http/router.ts';
-import type { ResponseFlag } from '../../../http/response-flags.ts';
+import { Flag, type ResponseFlag } from '../../../http/response-flags.ts';
 import { HcmStats } from '../../../http/hcm-stats.ts';
 import type { ConnInfo } from '../../../listener/conn-info.ts';
 import { peek, sniffHttp } from '../../../listener/peek.ts';
@@ -63,7 +63,10 @@ export class HttpConnectionManager {
       localReply: config.localReply,
       store,
       filters: config.httpFilters.map((f) => ({ name: f.name, filter: f.live({ store, statPrefix: config.statPrefix, direction, clusters, useRemoteAddress: config.useRemoteAddress }) })),
-      onComplete: logs.length ? (r: RequestRecord) => { for (const l of logs) l.log(r); } : undefined,
+      onComplete: logs.length ? (r: RequestRecord) => {
+        if (r.flags === Flag.DownstreamConnectionTermination) noteCodecAbort(r);
+        for (const l of logs) l.log(r);
+      } : undefined,
     };
     if (config.rds) {
       const user: RdsUser = { compilers: config.perFilterCompilers, onTable: (routes) => { this.settings = { ...this.settings, routes }; } };
@@ -197,6 +200,18 @@ export class HttpConnectionManager {
     for (const s of this.sessions.keys()) s.destroy();
     for (const s of this.sockets) s.destroy();
   }
+}
+
+/**
+ * A request the HTTP/1.1 codec aborted mid-body looks to the router like a client that went away
+ * (DC); Envoy logs it as the codec error it is (400, DPE, http1.codec_error).
+ */
+function noteCodecAbort(r: RequestRecord): void {
+  const e = r.ex instanceof H1Exchange ? r.ex.codecError : undefined;
+  if (!e) return;
+  r.status = e.status;
+  r.flags = e.flag;
+  r.details = e.details;
 }
 
 function ignore(): void { /* stream errors are accounted for by the router */ }
