@@ -50,6 +50,14 @@ describe('HTTP/1.1 codec: Envoy compatibility', { timeout: 60_000 }, () => {
     await assertAlive(proxy);
   });
 
+  test('headers named constructor, toString and __proto__ reach the backend as sent', async () => {
+    backend.clear();
+    const r = await probe(proxy.ports.http, 'GET /proto HTTP/1.1\r\nHost: h\r\nconstructor: x\r\ntoString: y\r\n__proto__: z\r\n\r\n', { responses: 1 });
+    assert.deepEqual(r.statuses, [200]);
+    const seen = backend.targets('/proto')[0].headers.filter(([k]) => ['constructor', 'tostring', '__proto__'].includes(k));
+    assert.deepEqual(seen, [['constructor', 'x'], ['tostring', 'y'], ['__proto__', 'z']]);
+  });
+
   test('two identical Content-Length headers: the body goes upstream with one', async () => {
     backend.clear();
     const r = await probe(proxy.ports.http, 'POST /cl HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello', { responses: 1 });

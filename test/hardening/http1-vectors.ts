@@ -68,6 +68,7 @@ export const VECTORS: readonly Vector[] = [
   { group: 'duplicates', name: 'Authorization twice', request: get('Host: h\r\nAuthorization: a\r\nAuthorization: b'), status: 200, note: 'combined into one value' },
   { group: 'duplicates', name: 'Cookie twice', request: get('Host: h\r\nCookie: a=1\r\nCookie: b=2'), status: 200 },
   { group: 'duplicates', name: 'Connection: close twice', request: get('Host: h\r\nConnection: close\r\nConnection: close'), status: 200, close: true },
+  { group: 'duplicates', name: 'headers named constructor and __proto__', request: get('Host: h\r\nconstructor: x\r\n__proto__: y\r\n__proto__: z'), status: 200 },
   // ---- characters
   { group: 'characters', name: 'NUL in a value', request: get('Host: h\r\nX: a\0b'), status: 400 },
   { group: 'characters', name: 'bare CR in a value', request: get('Host: h\r\nX: a\rb'), status: 400, prompt: true },

@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ChunkedDecoder, findHeadEnd, parseHead, serializeHeaders, type Head, type HeadError } from '../src/http/h1/parse.ts';
+import { ChunkedDecoder, findHeadEnd, parseHead, parseHeadText, serializeHeaders, type Head, type HeadError } from '../src/http/h1/parse.ts';
 
 /** Parses a full head (request line + headers + CRLFCRLF) the way the server does. */
 function parse(text: string, isRequest = true, maxHeaders = 100): Head | HeadError {
@@ -352,5 +352,35 @@ describe('serializeHeaders', () => {
   test('round-trips through parseHead', () => {
     const h = ok(`HTTP/1.1 200 OK\r\n${serializeHeaders({ a: ['1', '2'], b: '3' })}\r\n`, false);
     assert.deepEqual(h.headers, { a: ['1', '2'], b: '3' });
+  });
+});
+
+describe('parseHeadText: any header shape', () => {
+  test('headers named like Object.prototype members are plain headers', () => {
+    const text = 'GET / HTTP/1.1\r\nHost: h\r\nConstructor: x\r\ntoString: y\r\n__proto__: z\r\n__proto__: w';
+    const h = parseHeadText(text, text.length, true, 100) as Head;
+    assert.equal(h.headers.constructor, 'x');
+    assert.equal(h.headers.tostring, 'y');
+    assert.equal(Object.getOwnPropertyDescriptor(h.headers, '__proto__')?.value, 'z, w');
+    assert.equal(Object.getPrototypeOf(h.headers), Object.prototype);
+    assert.deepEqual(Object.keys(h.headers), ['host', 'constructor', 'tostring', '__proto__']);
+  });
+  // Regression for the Host-twice crash: whatever the names, cases, repeats and values, the
+  // request parser returns a head or an error (never throws), and every request header value
+  // is a string (routing, filters and access logs read them as strings).
+  test('3,000 random request heads: no throw, string values only, single Host and Content-Length', () => {
+    let seed = 0x2545f491;
+    const rand = (n: number): number => { seed ^= seed << 13; seed ^= seed >>> 17; seed ^= seed << 5; return (seed >>> 0) % n; };
+    const names = ['Host', 'host', 'HOST', 'Content-Length', 'Transfer-Encoding', 'Connection', 'Upgrade', 'Cookie', 'X-Forwarded-For',
+      'x-request-id', 'Authorization', 'TE', 'Expect', 'X_Under', 'x-a', 'X-A', 'Keep-Alive', 'proxy-connection', '__proto__', 'constructor'];
+    const values = ['a', '', ' a ', '5', '05', 'chunked', 'close', 'upgrade', 'h2c', 'keep-alive, upgrade', '100-continue', '\t', 'a,b', 'caf\xe9'];
+    for (let i = 0; i < 3000; i++) {
+      const lines = Array.from({ length: 1 + rand(8) }, () => `${names[rand(names.length)]}:${values[rand(values.length)]}`);
+      const text = `GET / HTTP/1.${rand(2)}\r\n${lines.join('\r\n')}`;
+      const h = parseHeadText(text, text.length, true, 100, rand(3) as 0 | 1 | 2);
+      if (typeof h === 'string') continue;
+      for (const [k, v] of Object.entries(h.headers)) assert.equal(typeof v, 'string', `${k} in ${JSON.stringify(text)}`);
+      assert.equal(lines.filter((l) => /^host:/i.test(l)).length <= 1, true, 'a repeated Host never parses');
+    }
   });
 });

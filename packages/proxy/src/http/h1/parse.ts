@@ -121,6 +121,7 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
     pos = eol + 2;
     const prev = headers[name];
     if (prev === undefined) headers[name] = value;
+    else if (typeof prev !== 'string' && !Array.isArray(prev)) ownHeader(headers, name, value);
     else if (name === 'content-length') { if (prev !== value) return 'bad-request'; }
     else if (isRequest) {
       if (name === 'host') return 'bad-request';
@@ -166,6 +167,15 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
   // An `Upgrade: h2c` offer is ignored, as Envoy does: the request is served over HTTP/1.1.
   head.upgrade = connectionUpgrade && headers.upgrade !== undefined && !(isRequest && sameLower(headers.upgrade as string, 'h2c'));
   return head;
+}
+
+/**
+ * A header named like an Object.prototype member (`constructor`, `toString`, `__proto__`): the
+ * lookup found the inherited member, not a header. Defined as an own property, so it is a plain
+ * header (and `__proto__` does not reach the prototype setter).
+ */
+function ownHeader(headers: Headers, name: string, value: string): void {
+  Object.defineProperty(headers, name, { value, writable: true, enumerable: true, configurable: true });
 }
 
 /**
