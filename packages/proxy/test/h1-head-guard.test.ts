@@ -8,7 +8,7 @@ const b = (s: string): Buffer => Buffer.from(s, 'latin1');
 
 describe('partialHeadError: a head without its CRLFCRLF yet', () => {
   test('the start of a good head waits', () => {
-    for (const s of ['G', 'GET', 'GET /', 'GET / HTTP/1.1', 'GET / HTTP/1.1\r', 'GET / HTTP/1.1\r\n', 'GET / HTTP/1.1\r\nHost: a\r\n', 'GET / HTTP/1.1\r\nHost: a\r\n\r']) {
+    for (const s of ['\r', 'G', 'GET', 'GET /', 'GET / HTTP/1.1', 'GET / HTTP/1.1\r', 'GET / HTTP/1.1\r\n', 'GET / HTTP/1.1\r\nHost: a\r\n', 'GET / HTTP/1.1\r\nHost: a\r\n\r']) {
       assert.equal(partialHeadError(b(s), 0), false, JSON.stringify(s));
     }
   });

@@ -19,7 +19,8 @@ export function leadingEmptyLines(buf: Buffer): number {
  */
 export function partialHeadError(buf: Buffer, from: number): boolean {
   const n = buf.length;
-  if (from === 0 && n > 0 && !isTokenChar(buf[0])) return true;
+  // (A lone CR may be the start of an empty line before the request line.)
+  if (from === 0 && n > 0 && !isTokenChar(buf[0]) && !(n === 1 && buf[0] === CR)) return true;
   // A CR must be followed by LF and an LF preceded by CR; the last byte may be a CR whose LF is still to come.
   for (let i = buf.indexOf(LF, from); i >= 0; i = buf.indexOf(LF, i + 1)) if (i === 0 || buf[i - 1] !== CR) return true;
   for (let i = buf.indexOf(CR, from > 0 ? from - 1 : 0); i >= 0 && i < n - 1; i = buf.indexOf(CR, i + 1)) if (buf[i + 1] !== LF) return true;

@@ -167,7 +167,10 @@ export class H1Connection {
   /** Parses and starts the next buffered request, if a complete head is there. */
   private parseNext(): void {
     let buf = this.buf;
-    if (buf.length !== 0 && buf[0] === 13) buf = this.buf = buf.subarray(leadingEmptyLines(buf));
+    if (buf.length !== 0 && buf[0] === 13) {
+      const skip = leadingEmptyLines(buf);
+      if (skip !== 0) { buf = this.buf = buf.subarray(skip); this.scanned = 0; }
+    }
     if (buf.length === 0) return;
     const max = this.host.maxHeaderBytes;
     // A head already seen incomplete: look for its end among the new bytes only, natively.
@@ -176,7 +179,7 @@ export class H1Connection {
     const text = headWindow(buf, max);
     const at = text.indexOf('\r\n\r\n');
     if (at < 0) return this.partialHead(buf, max);
-    if (this.scanned > 0) this.headComplete();
+    if (this.scanned > 0 || this.headTimer !== undefined) this.headComplete();
     const head = parseHeadText(text, at, true, this.host.maxHeaders, this.host.underscores);
     if (typeof head === 'string') return this.fail(HEAD_ERRORS[head]);
     const t = head.target;
@@ -217,7 +220,7 @@ export class H1Connection {
   private partialHead(buf: Buffer, max: number): void {
     if (buf.length >= max) return this.fail(HEADERS_TOO_LARGE);
     if (partialHeadError(buf, this.scanned)) return this.fail(CODEC_ERROR);
-    if (this.scanned === 0 && this.host.requestHeadersTimeoutMs > 0) this.headTimer = setTimeout(headTimedOut, this.host.requestHeadersTimeoutMs, this);
+    if (this.headTimer === undefined && this.host.requestHeadersTimeoutMs > 0) this.headTimer = setTimeout(headTimedOut, this.host.requestHeadersTimeoutMs, this);
     this.scanned = buf.length;
   }
 
