@@ -67,6 +67,17 @@ describe('HTTP/1.1 slow and broken clients', { timeout: 90_000 }, () => {
     assert.deepEqual([line.status, line.flags, line.details], [408, '-', 'request_header_timeout']);
   });
 
+  test('100 connections holding 30 KiB partial heads: all get 408, every socket is released, the heap stays bounded', async () => {
+    const partial = `GET /held HTTP/1.1\r\nHost: h\r\nX-Fill: ${'a'.repeat(30 * 1024)}`;
+    const before = await assertAlive(headersProxy);
+    const results = await Promise.all(Array.from({ length: 100 }, () => probe(headersProxy.ports.http, partial, { timeoutMs: 8000 })));
+    assert.deepEqual([...new Set(results.map((r) => r.statuses.join(',')))], ['408']);
+    assert.ok(results.every((r) => r.closed));
+    await until('every connection to be released', async () => ((await headersProxy.stat('http.hardening.downstream_cx_active')) ?? -1) === 0);
+    const afterHeld = await assertAlive(headersProxy);
+    assert.ok(afterHeld.heapUsed - before.heapUsed < 32 << 20, `heap grew by ${afterHeld.heapUsed - before.heapUsed} bytes`);
+  });
+
   test('stream_idle_timeout covers a stalled head when request_headers_timeout is not set (Envoy)', async () => {
     const logs = accessLog(idleProxy).length;
     const r = await probe(idleProxy.ports.http, 'GET /stalled HTTP/1.1\r\nHost: h\r\n', { timeoutMs: 8000 });
