@@ -14,6 +14,7 @@ import { setLocalNode } from './core/node.ts';
 import { TYPE_URL } from './xds/discovery.ts';
 import { secrets } from './tls/secrets.ts';
 import { setInternalBufferSize } from './listener/internal.ts';
+import { setUnknownFieldPolicy } from './xds/decode.ts';
 
 export interface ServerOptions {
   readonly concurrency: number;
@@ -29,7 +30,12 @@ export interface ServerOptions {
   readonly xdsFollower?: boolean;
   /** Extra gRPC metadata for the xDS stream (the Istio agent's bearer token and ClusterID). */
   readonly xdsHeaders?: () => Record<string, string>;
+  /** Unknown protobuf fields in xDS resources (--reject-/--ignore-unknown-dynamic-fields); default 'warn'. */
+  readonly unknownDynamicFields?: 'warn' | 'reject' | 'ignore';
 }
+
+/** Distinct unknown dynamic fields logged once each (bounded: a control plane could send many). */
+const MAX_LOGGED_UNKNOWN = 1000;
 
 export type ServerState = 'PRE_INITIALIZING' | 'INITIALIZING' | 'LIVE' | 'DRAINING';
 
@@ -61,6 +67,8 @@ export class ProxyServer {
     this.clusters = new ClusterManager(this.stats);
     this.listeners = new ListenerManager(this.clusters, this.stats, options.reusePort);
     setLocalNode(bootstrap.node);
+    this.stats.counter('server.static_unknown_fields').inc(bootstrap.unknownFields.length);
+    this.stats.counter('server.dynamic_unknown_fields');
     if (bootstrap.extensions.internalListener) setInternalBufferSize(bootstrap.extensions.internalListener.bufferBytes);
   }
 
@@ -89,6 +97,7 @@ export class ProxyServer {
     this.dynamic = dynamic;
     // Workers get every secret from the main thread's store (workers.ts), ADS-pushed ones included.
     if (this.options.xdsFollower) return;
+    this.applyUnknownFieldPolicy();
     dynamic.setSink(TYPE_URL.secret, { apply: (name, json) => { secrets.update(name, json); }, remove: (name) => secrets.remove(name) });
     const cluster = this.bootstrap.clusters.find((c) => c.name === dr.clusterName)!;
     const transport = adsTransport(new Msg(cluster.source, `static_resources.clusters[${cluster.name}]`), dr.authority);
@@ -117,6 +126,22 @@ export class ProxyServer {
     }
     await dynamic.initialized;
     clearTimeout(timer);
+  }
+
+  /** Envoy's dynamic validation visitor: count every unknown field, log each distinct one once. */
+  private applyUnknownFieldPolicy(): void {
+    const counter = this.stats.counter('server.dynamic_unknown_fields');
+    const logged = new Set<string>();
+    setUnknownFieldPolicy({
+      mode: this.options.unknownDynamicFields ?? 'warn',
+      onUnknown: (path, typeName, number) => {
+        counter.inc();
+        const key = `${typeName}#${number}`;
+        if (logged.has(key) || logged.size >= MAX_LOGGED_UNKNOWN) return;
+        logged.add(key);
+        log.warn(`xDS: unknown field number ${number} of ${typeName}${path ? ` at ${path}` : ''} (ignored; --reject-unknown-dynamic-fields rejects it)`);
+      },
+    });
   }
 
   get adminPort(): number {

@@ -9,6 +9,9 @@ import { compileListener, type ListenerConfig } from '../listener/config.ts';
 import { compileCluster, type ClusterConfig } from '../upstream/cluster-config.ts';
 import { readDynamicResources, type DynamicResources } from '../xds/bootstrap-ads.ts';
 import { compileBootstrapExtensions, type BootstrapExtensions } from './bootstrap-extensions.ts';
+import { checkMessage, rejectUnknown, unknownFieldMessage, type UnknownField } from './strict.ts';
+import { lazyTypeLookup } from '../xds/protos.ts';
+import { log } from '../core/log.ts';
 
 /** Top-level Bootstrap fields: handled, accepted as no-ops for a static proxy, or refused. */
 const ACCEPTED = new Set(['node', 'static_resources', 'admin', 'layered_runtime', 'stats_config', 'stats_flush_interval',
@@ -27,6 +30,16 @@ export interface BootstrapConfig {
   readonly extensions: BootstrapExtensions;
   /** The bootstrap as given (normalised), for /config_dump. */
   readonly source: Record<string, unknown>;
+  /** Unknown fields let through by --allow-unknown-static-fields (server.static_unknown_fields). */
+  readonly unknownFields: readonly string[];
+}
+
+export interface CompileOptions {
+  /**
+   * Field names the Bootstrap proto does not have, at any depth: 'reject' (Envoy's default),
+   * 'warn' (--allow-unknown-static-fields: log and count), 'skip' (checked already: workers).
+   */
+  readonly unknownFields?: 'reject' | 'warn' | 'skip';
 }
 
 /** Reads `-c` and `--config-yaml` (merged over it, as Envoy does) into one plain object. */
@@ -64,7 +77,8 @@ function merge(a: unknown, b: unknown): unknown {
   return b;
 }
 
-export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig {
+export function compileBootstrap(raw: Record<string, unknown>, options: CompileOptions = {}): BootstrapConfig {
+  const unknownFields = checkBootstrapFields(raw, options.unknownFields ?? 'reject');
   const m = new Msg(raw, '');
   for (const key of Object.keys(raw)) {
     if (!ACCEPTED.has(key)) throw m.error(key, 'is not supported');
@@ -105,7 +119,24 @@ export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig 
     dynamic,
     extensions,
     source: raw,
+    unknownFields,
   };
+}
+
+/** Envoy's strict static validation against the Bootstrap descriptor; returns what 'warn' let through. */
+function checkBootstrapFields(raw: Record<string, unknown>, mode: 'reject' | 'warn' | 'skip'): string[] {
+  const found: string[] = [];
+  if (mode === 'skip') return found;
+  const lookup = lazyTypeLookup();
+  const bootstrap = lookup('envoy.config.bootstrap.v3.Bootstrap');
+  if (!bootstrap) throw new ConfigError('', 'the envoy.config.bootstrap.v3.Bootstrap descriptor is missing');
+  const onUnknown = mode === 'reject' ? rejectUnknown : (f: UnknownField): void => {
+    const text = `${f.path}: ${unknownFieldMessage(f.typeName)}`;
+    found.push(text);
+    log.warn(`static config: ${text} (ignored: --allow-unknown-static-fields)`);
+  };
+  checkMessage(bootstrap, raw, '', { typeForUrl: (url) => lookup(url.slice(url.lastIndexOf('/') + 1)), onUnknown });
+  return found;
 }
 
 /** Envoy validates that static routes and tcp_proxy name existing clusters (validate_clusters). */
