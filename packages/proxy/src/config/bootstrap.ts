@@ -10,7 +10,8 @@ import { compileCluster, type ClusterConfig } from '../upstream/cluster-config.t
 import { readDynamicResources, type DynamicResources } from '../xds/bootstrap-ads.ts';
 import { compileBootstrapExtensions, type BootstrapExtensions } from './bootstrap-extensions.ts';
 import { checkMessage, rejectUnknown, unknownFieldMessage, type UnknownField } from './strict.ts';
-import { lazyTypeLookup } from '../xds/protos.ts';
+import { envoySchemas } from './proto-schema.ts';
+import { schemaForUrl } from './schema-protobufjs.ts';
 import { log } from '../core/log.ts';
 
 /** Top-level Bootstrap fields: handled, accepted as no-ops for a static proxy, or refused. */
@@ -127,15 +128,21 @@ export function compileBootstrap(raw: Record<string, unknown>, options: CompileO
 function checkBootstrapFields(raw: Record<string, unknown>, mode: 'reject' | 'warn' | 'skip'): string[] {
   const found: string[] = [];
   if (mode === 'skip') return found;
-  const lookup = lazyTypeLookup();
-  const bootstrap = lookup('envoy.config.bootstrap.v3.Bootstrap');
+  // A dynamic bootstrap's ADS client loads every descriptor (protobufjs) anyway: use them; a
+  // static one reads names only, from the packages the bootstrap uses.
+  let typeForUrl = schemaForUrl;
+  if (!raw.dynamic_resources) {
+    const schemas = envoySchemas();
+    typeForUrl = (url) => schemas.message(url.slice(url.lastIndexOf('/') + 1));
+  }
+  const bootstrap = typeForUrl('type.googleapis.com/envoy.config.bootstrap.v3.Bootstrap');
   if (!bootstrap) throw new ConfigError('', 'the envoy.config.bootstrap.v3.Bootstrap descriptor is missing');
   const onUnknown = mode === 'reject' ? rejectUnknown : (f: UnknownField): void => {
     const text = `${f.path}: ${unknownFieldMessage(f.typeName)}`;
     found.push(text);
     log.warn(`static config: ${text} (ignored: --allow-unknown-static-fields)`);
   };
-  checkMessage(bootstrap, raw, '', { typeForUrl: (url) => lookup(url.slice(url.lastIndexOf('/') + 1)), onUnknown });
+  checkMessage(bootstrap, raw, '', { typeForUrl, onUnknown });
   return found;
 }
 

@@ -7,7 +7,6 @@
  * Only names: fields that exist but Skua does not implement, values and shapes are the readers'
  * business ("is not supported", "expected a list"), so configs that load today keep their verdict.
  */
-import type { Field, Type } from 'protobufjs';
 import { ConfigError } from '../core/errors.ts';
 
 type Json = Record<string, unknown>;
@@ -19,9 +18,24 @@ export interface UnknownField {
   readonly typeName: string;
 }
 
+/** What the check needs of a message descriptor (config/proto-schema.ts, or protobufjs via schema-protobufjs.ts). */
+export interface MessageSchema {
+  /** `envoy.config.cluster.v3.Cluster` */
+  readonly fullName: string;
+  /** The field named `key` (proto name or lowerCamel JSON name), undefined when there is none. */
+  field(key: string): FieldSchema | undefined;
+}
+
+export interface FieldSchema {
+  /** The field's message type; null for scalars and enums (and types the descriptors do not have). */
+  readonly message: MessageSchema | null;
+  readonly map: boolean;
+  readonly repeated: boolean;
+}
+
 export interface StrictCheck {
   /** The message type a type URL names (for Any and TypedStruct), or null when it is not known. */
-  readonly typeForUrl: (typeUrl: string) => Type | null;
+  readonly typeForUrl: (typeUrl: string) => MessageSchema | null;
   /** Called for each unknown field: throw to reject, return to go on (warn and count). */
   readonly onUnknown: (field: UnknownField) => void;
 }
@@ -48,7 +62,7 @@ const NEWER_FIELDS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
 export const TYPED_STRUCT_TYPES: ReadonlySet<string> = new Set(['udpa.type.v1.TypedStruct', 'xds.type.v3.TypedStruct']);
 
 /** Checks the field names of `json` as a `type` message (throws whatever onUnknown throws). */
-export function checkMessage(type: Type, json: unknown, path: string, check: StrictCheck): void {
+export function checkMessage(type: MessageSchema, json: unknown, path: string, check: StrictCheck): void {
   checkValue(type, json, path, check, false);
 }
 
@@ -59,30 +73,6 @@ export function checkTypedStructValue(typedStruct: Json, path: string, check: St
   if (typeof url !== 'string' || value === undefined || value === null) return;
   const inner = check.typeForUrl(url.includes('/') ? url : `type.googleapis.com/${url}`);
   if (inner) checkValue(inner, value, join(path, 'value'), check, false);
-}
-
-const names = new WeakMap<Type, string>();
-function fullName(t: Type): string {
-  let n = names.get(t);
-  if (n === undefined) {
-    n = t.fullName.startsWith('.') ? t.fullName.slice(1) : t.fullName;
-    names.set(t, n);
-  }
-  return n;
-}
-
-/** Fields by proto name and by lowerCamel JSON name (Envoy accepts both spellings). */
-const indexes = new WeakMap<Type, Map<string, Field>>();
-function fieldIndex(type: Type): Map<string, Field> {
-  let m = indexes.get(type);
-  if (m) return m;
-  m = new Map();
-  for (const f of type.fieldsArray) {
-    m.set(f.name, f);
-    m.set(f.name.replace(/_([a-z0-9])/g, (_x, c: string) => c.toUpperCase()), f);
-  }
-  indexes.set(type, m);
-  return m;
 }
 
 const WRAPPERS = new Set([
@@ -110,22 +100,21 @@ function join(path: string, key: string): string {
  * field, which Envoy's JSON parser takes as a one-element list) is left to the readers, so
  * configs that load today keep their verdict.
  */
-function checkValue(type: Type, json: unknown, path: string, check: StrictCheck, inAny: boolean): void {
-  const name = fullName(type);
+function checkValue(type: MessageSchema, json: unknown, path: string, check: StrictCheck, inAny: boolean): void {
+  const name = type.fullName;
   if (name === 'google.protobuf.Any') { checkAny(json, path, check); return; }
   // Scalars in JSON form ("1.5s", wrappers as plain values) have no names to check; {seconds, nanos}
   // and {value} objects are checked like any message.
   if (FREE_FORM.has(name) || !isObject(json)) return;
-  const fields = fieldIndex(type);
   const newer = NEWER_FIELDS.get(name);
   for (const key of Object.keys(json)) {
     const v = json[key];
     if (v === null || v === undefined || (inAny && key === '@type') || newer?.has(key)) continue;
-    const f = fields.get(key);
+    const f = type.field(key);
     const fp = join(path, key);
     if (!f) { check.onUnknown({ path: fp, typeName: name }); continue; }
-    const rt = f.resolvedType;
-    if (rt === null || !('fieldsArray' in rt)) continue; // scalars and enums: the readers check what they use
+    const rt = f.message;
+    if (rt === null) continue; // scalars and enums: the readers check what they use
     if (f.map) {
       if (isObject(v)) for (const k of Object.keys(v)) checkValue(rt, v[k], `${fp}[${JSON.stringify(k)}]`, check, false);
     } else if (f.repeated && Array.isArray(v)) {
@@ -141,7 +130,7 @@ function checkAny(json: unknown, path: string, check: StrictCheck): void {
   const type = check.typeForUrl(json['@type']);
   // A type this build has no descriptor for: the extension's reader refuses it by name.
   if (!type) return;
-  const name = fullName(type);
+  const name = type.fullName;
   if (VALUE_WKTS.has(name)) {
     for (const k of Object.keys(json)) if (k !== '@type' && k !== 'value') check.onUnknown({ path: join(path, k), typeName: name });
     return;

@@ -8,6 +8,7 @@
 import protobuf from 'protobufjs';
 import type { Field, Type } from 'protobufjs';
 import { ConfigError } from '../core/errors.ts';
+import { schemaForUrl } from '../config/schema-protobufjs.ts';
 import { checkTypedStructValue, TYPED_STRUCT_TYPES, unknownFieldMessage, type UnknownField } from '../config/strict.ts';
 import { isEnum, isType, typeForUrl } from './protos.ts';
 
@@ -49,7 +50,7 @@ export function setUnknownFieldPolicy(policy: UnknownFieldPolicy): void {
 function rejectUnknownName(f: UnknownField): never {
   throw new XdsDecodeError(f.path, unknownFieldMessage(f.typeName));
 }
-const TYPED_STRUCT_CHECK = { typeForUrl, onUnknown: rejectUnknownName };
+const TYPED_STRUCT_CHECK = { typeForUrl: schemaForUrl, onUnknown: rejectUnknownName };
 
 /** Decodes one Any into proto-JSON; throws XdsDecodeError naming the type URL it does not know. */
 export function decodeResource(any: AnyResource): Json {

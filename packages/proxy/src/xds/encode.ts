@@ -6,6 +6,7 @@
 import type { Field, Type } from 'protobufjs';
 import { ConfigError } from '../core/errors.ts';
 import { isType, typeForUrl } from './protos.ts';
+import { schemaForUrl } from '../config/schema-protobufjs.ts';
 import { checkTypedStructValue, TYPED_STRUCT_TYPES, unknownFieldMessage, type UnknownField } from '../config/strict.ts';
 
 type Json = Record<string, unknown>;
@@ -42,7 +43,7 @@ const VALUE_WKTS = new Set([
 function rejectUnknownName(f: UnknownField): never {
   throw new XdsEncodeError(f.path, unknownFieldMessage(f.typeName));
 }
-const TYPED_STRUCT_CHECK = { typeForUrl, onUnknown: rejectUnknownName };
+const TYPED_STRUCT_CHECK = { typeForUrl: schemaForUrl, onUnknown: rejectUnknownName };
 
 function withoutType(json: Json): Json {
   const { '@type': _t, ...rest } = json;

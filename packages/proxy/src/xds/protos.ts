@@ -48,8 +48,8 @@ function protoFiles(root: string, rel: string, out: string[]): void {
   }
 }
 
-/** An empty Root that resolves imports like the full load, and which files it can load at all. */
-function newRoot(): { root: Root; deps: string; ownDir: string; canLoad: (target: string) => boolean } {
+/** Where the .proto files are: Envoy's and xDS's (deps/), Skua's Istio ones, and the import roots. */
+export function protoDirs(): { deps: string; ownDir: string; includes: string[]; ownFiles: string[] } {
   const deps = depsDir();
   const ownDir = join(dirname(fileURLToPath(import.meta.url)), 'proto');
   const pbjsDir = dirname(require.resolve('protobufjs/package.json'));
@@ -57,6 +57,16 @@ function newRoot(): { root: Root; deps: string; ownDir: string; canLoad: (target
     join(deps, 'envoy-api'), join(deps, 'xds'), join(deps, 'googleapis'),
     join(deps, 'protoc-gen-validate'), ownDir, pbjsDir,
   ];
+  const ownFiles: string[] = [];
+  protoFiles(ownDir, 'istio', ownFiles);
+  return { deps, ownDir, includes, ownFiles };
+}
+
+let cached: Root | undefined;
+
+export function xdsRoot(): Root {
+  if (cached) return cached;
+  const { deps, ownFiles, includes } = protoDirs();
   const root = new protobuf.Root();
   root.resolvePath = (_origin: string, target: string): string | null => {
     if (target.startsWith('/')) return target;
@@ -86,69 +96,17 @@ function newRoot(): { root: Root; deps: string; ownDir: string; canLoad: (target
     loadable.set(target, ok);
     return ok;
   };
-  return { root, deps, ownDir, canLoad };
-}
-
-let cached: Root | undefined;
-
-export function xdsRoot(): Root {
-  if (cached) return cached;
-  const { root, deps, ownDir, canLoad } = newRoot();
   const files: string[] = [];
   for (const [inc, rel] of LOADED_TREES) {
     const list: string[] = [];
     protoFiles(join(deps, inc), rel, list);
     for (const f of list) if (canLoad(f)) files.push(f);
   }
-  const own: string[] = [];
-  protoFiles(ownDir, 'istio', own);
-  for (const f of own) files.push(f);
+  for (const f of ownFiles) files.push(f);
   root.loadSync(files, { keepCase: true });
   root.resolveAll();
   cached = root;
   return root;
-}
-
-/**
- * Message types by full name from a Root that loads a proto package's files the first time one
- * of its types is asked for (Envoy's package names are its directories). Validating a bootstrap
- * needs bootstrap.proto's imports and a few extensions: ~60 ms instead of the full load's
- * 0.3-0.7 s and 14 MB. When the full root is already loaded it answers instead.
- */
-export function lazyTypeLookup(): (typeName: string) => Type | null {
-  if (cached) return (name) => lookupType(cached!, name);
-  const { root, deps, ownDir, canLoad } = newRoot();
-  const own: string[] = [];
-  protoFiles(ownDir, 'istio', own);
-  root.loadSync(own, { keepCase: true });
-  root.resolveAll();
-  const tried = new Set<string>();
-  return (name) => {
-    const found = lookupType(root, name);
-    if (found) return found;
-    const parts = name.split('.');
-    for (let n = parts.length - 1; n > 0; n--) {
-      const rel = parts.slice(0, n).join('/');
-      if (tried.has(rel)) continue;
-      tried.add(rel);
-      for (const inc of ['envoy-api', 'xds']) {
-        const dir = join(deps, inc, rel);
-        if (!existsSync(dir)) continue;
-        const files = readdirSync(dir).filter((f) => f.endsWith('.proto')).map((f) => `${rel}/${f}`).filter(canLoad);
-        if (files.length === 0) continue;
-        root.loadSync(files, { keepCase: true });
-        root.resolveAll();
-        return lookupType(root, name);
-      }
-    }
-    return null;
-  };
-}
-
-function lookupType(root: Root, name: string): Type | null {
-  if (name === '') return null;
-  const found = root.lookup(name);
-  return found instanceof protobuf.Type ? found : null;
 }
 
 const typeCache = new Map<string, Type | null>();
