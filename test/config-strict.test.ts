@@ -106,6 +106,9 @@ describe('serving', () => {
     assert.equal(r.status, 200);
     assert.equal(await proxy.stat('server.static_unknown_fields'), 1);
     assert.equal(await proxy.stat('server.dynamic_unknown_fields'), 0);
+    const info = JSON.parse((await proxy.admin('/server_info')).body) as { command_line_options: Json };
+    assert.equal(info.command_line_options.allow_unknown_static_fields, true);
+    assert.equal(info.command_line_options.reject_unknown_dynamic_fields, false);
   });
 });
 
@@ -209,5 +212,7 @@ describe('over xDS (Delta ADS)', () => {
     assert.equal(nack, 'app: unknown field number 1000 of envoy.config.cluster.v3.Cluster');
     assert.equal(await proxy.stat('server.dynamic_unknown_fields'), 0);
     assert.equal(await proxy.stat('cluster_manager.cds.update_rejected'), 1);
+    const info = JSON.parse((await proxy.admin('/server_info')).body) as { command_line_options: Json };
+    assert.equal(info.command_line_options.reject_unknown_dynamic_fields, true);
   });
 });

@@ -32,6 +32,8 @@ export interface ServerOptions {
   readonly xdsHeaders?: () => Record<string, string>;
   /** Unknown protobuf fields in xDS resources (--reject-/--ignore-unknown-dynamic-fields); default 'warn'. */
   readonly unknownDynamicFields?: 'warn' | 'reject' | 'ignore';
+  /** --allow-unknown-static-fields (the bootstrap was checked before the server was made). */
+  readonly allowUnknownStaticFields?: boolean;
 }
 
 /** Distinct unknown dynamic fields logged once each (bounded: a control plane could send many). */
@@ -175,6 +177,9 @@ export class ProxyServer {
         log_level: this.options.logLevel,
         drain_time: `${this.options.drainTimeS}s`,
         mode: 'Serve',
+        allow_unknown_static_fields: this.options.allowUnknownStaticFields ?? false,
+        reject_unknown_dynamic_fields: this.options.unknownDynamicFields === 'reject',
+        ignore_unknown_dynamic_fields: this.options.unknownDynamicFields === 'ignore',
       },
       node: this.bootstrap.source.node ?? {},
       uptime_current_epoch: up,
