@@ -12,7 +12,7 @@ import protobuf from 'protobufjs';
 import type { FieldSchema, MessageSchema } from './strict.ts';
 import { protoDirs } from '../xds/protos.ts';
 
-interface RawField { readonly type: string; readonly map: boolean; readonly repeated: boolean }
+interface RawField { readonly name: string; readonly type: string; readonly map: boolean; readonly repeated: boolean }
 interface RawMessage { readonly scope: string; readonly fields: Map<string, RawField> }
 
 const SCALARS = new Set(['double', 'float', 'int32', 'int64', 'uint32', 'uint64', 'sint32', 'sint64',
@@ -58,6 +58,13 @@ export class ProtoSchemas {
     if (!this.messages.has(fullName)) return null;
     s = this.schemaOf(fullName);
     return s;
+  }
+
+  /** Proto field names of a loaded message (tests compare them with protobufjs's). */
+  fieldNames(fullName: string): string[] {
+    const names = new Set<string>();
+    for (const f of this.messages.get(fullName)?.fields.values() ?? []) names.add(f.name);
+    return [...names];
   }
 
   private loadPackageOf(fullName: string): void {
@@ -114,7 +121,7 @@ export class ProtoSchemas {
       const full = scope ? `${scope}.${name}` : name;
       if (def.fields) {
         const fields = new Map<string, RawField>();
-        for (const [fname, f] of Object.entries(def.fields)) addField(fields, fname, { type: f.type, map: f.keyType !== undefined, repeated: f.rule === 'repeated' });
+        for (const [fname, f] of Object.entries(def.fields)) addField(fields, { name: fname, type: f.type, map: f.keyType !== undefined, repeated: f.rule === 'repeated' });
         this.messages.set(full, { scope: full, fields });
       } else if (def.values) {
         this.enums.add(full);
@@ -165,11 +172,11 @@ export class ProtoSchemas {
         else if (t === 'oneof') { i += 3; body(full, fields, '}'); }
         else if (t === 'option' || t === 'reserved' || t === 'extensions' || t === ';') skipStatement();
         else if (t === 'map') { // map < K , V > name = N [...] ;
-          addField(fields, tokens[i + 6], { type: tokens[i + 4], map: true, repeated: false });
+          addField(fields, { name: tokens[i + 6], type: tokens[i + 4], map: true, repeated: false });
           skipStatement();
         } else {
           const label = t === 'repeated' || t === 'optional' || t === 'required' ? 1 : 0;
-          addField(fields, tokens[i + label + 1], { type: tokens[i + label], map: false, repeated: t === 'repeated' });
+          addField(fields, { name: tokens[i + label + 1], type: tokens[i + label], map: false, repeated: t === 'repeated' });
           skipStatement();
         }
       }
@@ -200,7 +207,7 @@ export function envoySchemas(): ProtoSchemas {
 }
 
 /** Indexes a field by its proto name and its lowerCamel JSON name (Envoy takes both). */
-function addField(fields: Map<string, RawField>, name: string, f: RawField): void {
-  fields.set(name, f);
-  fields.set(name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase()), f);
+function addField(fields: Map<string, RawField>, f: RawField): void {
+  fields.set(f.name, f);
+  fields.set(f.name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase()), f);
 }
