@@ -120,12 +120,26 @@ describe('misspelled fields are rejected at every level, naming the path from th
       /http_filters\[0\]\.typed_config: unsupported HTTP filter type\.googleapis\.com\/example\.NotAKnownType/);
   });
 
-  test('--allow-unknown-static-fields: every unknown field is listed (logged and counted), none is fatal', () => {
-    const b = compileBootstrap(boot(({ cluster, hcm }) => { cluster.conect_timeout = '1s'; hcm.stream_idle_timout = '1s'; }), { unknownFields: 'warn' });
-    assert.deepEqual(b.unknownFields, [
+  test('--allow-unknown-static-fields: every unknown field is listed (logged and counted) and dropped, none is fatal', () => {
+    const given = boot(({ cluster, hcm, root }) => {
+      cluster.conect_timeout = '1s';
+      hcm.stream_idle_timout = '1s';
+      root.static_resorces = {};
+      // A reader that refuses fields it does not know (circuit breaker thresholds) never sees the unknown one.
+      cluster.circuit_breakers = { thresholds: [{ max_connections: 10, max_conections: 5 }] };
+    });
+    const b = compileBootstrap(given, { unknownFields: 'warn' });
+    assert.deepEqual(b.unknownFields, [ // in document order
       `${F0}.stream_idle_timout: unknown field of envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager`,
       'static_resources.clusters[0].conect_timeout: unknown field of envoy.config.cluster.v3.Cluster',
+      'static_resources.clusters[0].circuit_breakers.thresholds[0].max_conections: unknown field of envoy.config.cluster.v3.CircuitBreakers.Thresholds',
+      'static_resorces: unknown field of envoy.config.bootstrap.v3.Bootstrap',
     ]);
+    // Dropped from what /config_dump shows, as Envoy's parsed proto has no such fields; the input is not changed.
+    const cluster = ((b.source.static_resources as Json).clusters as Json[])[0];
+    assert.equal('conect_timeout' in cluster, false);
+    assert.equal('static_resorces' in b.source, false);
+    assert.equal('static_resorces' in given, true);
   });
 });
 

@@ -78,8 +78,8 @@ function merge(a: unknown, b: unknown): unknown {
   return b;
 }
 
-export function compileBootstrap(raw: Record<string, unknown>, options: CompileOptions = {}): BootstrapConfig {
-  const unknownFields = checkBootstrapFields(raw, options.unknownFields ?? 'reject');
+export function compileBootstrap(given: Record<string, unknown>, options: CompileOptions = {}): BootstrapConfig {
+  const { raw, unknownFields } = checkBootstrapFields(given, options.unknownFields ?? 'reject');
   const m = new Msg(raw, '');
   for (const key of Object.keys(raw)) {
     if (!ACCEPTED.has(key)) throw m.error(key, 'is not supported');
@@ -124,10 +124,14 @@ export function compileBootstrap(raw: Record<string, unknown>, options: CompileO
   };
 }
 
-/** Envoy's strict static validation against the Bootstrap descriptor; returns what 'warn' let through. */
-function checkBootstrapFields(raw: Record<string, unknown>, mode: 'reject' | 'warn' | 'skip'): string[] {
-  const found: string[] = [];
-  if (mode === 'skip') return found;
+/**
+ * Envoy's strict static validation against the Bootstrap descriptor. 'warn' logs each unknown
+ * field and drops it from a copy, as Envoy's lenient parse does, so no reader refuses it later.
+ */
+function checkBootstrapFields(given: Record<string, unknown>, mode: 'reject' | 'warn' | 'skip'): { raw: Record<string, unknown>; unknownFields: string[] } {
+  const found: UnknownField[] = [];
+  if (mode === 'skip') return { raw: given, unknownFields: [] };
+  const raw = mode === 'warn' ? structuredClone(given) : given;
   // A dynamic bootstrap's ADS client loads every descriptor (protobufjs) anyway: use them; a
   // static one reads names only, from the packages the bootstrap uses.
   let typeForUrl = schemaForUrl;
@@ -137,13 +141,11 @@ function checkBootstrapFields(raw: Record<string, unknown>, mode: 'reject' | 'wa
   }
   const bootstrap = typeForUrl('type.googleapis.com/envoy.config.bootstrap.v3.Bootstrap');
   if (!bootstrap) throw new ConfigError('', 'the envoy.config.bootstrap.v3.Bootstrap descriptor is missing');
-  const onUnknown = mode === 'reject' ? rejectUnknown : (f: UnknownField): void => {
-    const text = `${f.path}: ${unknownFieldMessage(f.typeName)}`;
-    found.push(text);
-    log.warn(`static config: ${text} (ignored: --allow-unknown-static-fields)`);
-  };
-  checkMessage(bootstrap, raw, '', { typeForUrl, onUnknown });
-  return found;
+  checkMessage(bootstrap, raw, '', { typeForUrl, onUnknown: mode === 'reject' ? rejectUnknown : (f) => { found.push(f); } });
+  const unknownFields = found.map((f) => `${f.path}: ${unknownFieldMessage(f.typeName)}`);
+  for (const text of unknownFields) log.warn(`static config: ${text} (ignored: --allow-unknown-static-fields)`);
+  for (const f of found) delete f.owner[f.key];
+  return { raw, unknownFields };
 }
 
 /** Envoy validates that static routes and tcp_proxy name existing clusters (validate_clusters). */

@@ -16,6 +16,9 @@ export interface UnknownField {
   readonly path: string;
   /** The message type it is not a field of. */
   readonly typeName: string;
+  /** The object that has it, and its key there (so that a lenient caller can drop it). */
+  readonly owner: Json;
+  readonly key: string;
 }
 
 /** What the check needs of a message descriptor (config/proto-schema.ts, or protobufjs via schema-protobufjs.ts). */
@@ -112,7 +115,7 @@ function checkValue(type: MessageSchema, json: unknown, path: string, check: Str
     if (v === null || v === undefined || (inAny && key === '@type') || newer?.has(key)) continue;
     const f = type.field(key);
     const fp = join(path, key);
-    if (!f) { check.onUnknown({ path: fp, typeName: name }); continue; }
+    if (!f) { check.onUnknown({ path: fp, typeName: name, owner: json, key }); continue; }
     const rt = f.message;
     if (rt === null) continue; // scalars and enums: the readers check what they use
     if (f.map) {
@@ -132,7 +135,7 @@ function checkAny(json: unknown, path: string, check: StrictCheck): void {
   if (!type) return;
   const name = type.fullName;
   if (VALUE_WKTS.has(name)) {
-    for (const k of Object.keys(json)) if (k !== '@type' && k !== 'value') check.onUnknown({ path: join(path, k), typeName: name });
+    for (const k of Object.keys(json)) if (k !== '@type' && k !== 'value') check.onUnknown({ path: join(path, k), typeName: name, owner: json, key: k });
     return;
   }
   checkValue(type, json, path, check, true);
