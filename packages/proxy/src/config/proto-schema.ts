@@ -2,8 +2,8 @@
  * Field names and message types of Envoy's .proto files, read lazily by package, for checking a
  * bootstrap's field names (config/strict.ts). A small scanner instead of protobufjs: a static
  * proxy checks its bootstrap once at start-up, and building protobufjs reflection for the ~60
- * files bootstrap.proto imports grows the heap for good (+16 MB RSS measured); this keeps
- * names only. Options, services and extensions are skipped; packages are directories, as in
+ * files bootstrap.proto imports grew its RSS by 16 MB for good; names only cost ~7 MB (measured
+ * at /ready on a static bootstrap). Options, services and extensions are skipped; packages are directories, as in
  * Envoy's API tree, so an extension's package is read the first time its type is asked for.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
