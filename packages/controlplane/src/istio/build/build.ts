@@ -4,6 +4,7 @@
  */
 import type { Capture, Mesh, MeshWorkload } from '../../mesh/types.ts';
 import type { LoadedDoc, Problem } from '../documents.ts';
+import type { Meta } from '../types.ts';
 import type { IstioConfig, IstioResource, MeshConfig } from '../types-k8s.ts';
 import { DEFAULT_MESH } from '../validate/kube.ts';
 import { analyze } from './analyze.ts';
@@ -57,8 +58,28 @@ export interface BuildResult {
   readonly problems: readonly Problem[];
 }
 
-export function buildMesh(cfg: IstioConfig): BuildResult {
+/** Two documents for one resource (kind, namespace, name): the first file's wins, as `kubectl apply` of both would keep one. */
+function dedupe(cfg: IstioConfig, report: Report): IstioConfig {
+  const seen = new Map<string, string>();
+  const keep = <T extends { readonly meta: Meta }>(list: readonly T[]): T[] => list.filter((x) => {
+    const m = x.meta;
+    const id = `${m.kind} ${m.namespace}/${m.name}`;
+    const prev = seen.get(id);
+    if (prev === undefined) { seen.set(id, m.file); return true; }
+    report.error(m, 'metadata.name', `${id} is also declared in ${prev}; this one is ignored`, 'SKUA0004');
+    return false;
+  });
+  return {
+    ...cfg, services: keep(cfg.services), pods: keep(cfg.pods), serviceEntries: keep(cfg.serviceEntries), workloadEntries: keep(cfg.workloadEntries),
+    virtualServices: keep(cfg.virtualServices), destinationRules: keep(cfg.destinationRules), gateways: keep(cfg.gateways), sidecars: keep(cfg.sidecars),
+    peerAuthentications: keep(cfg.peerAuthentications), authorizationPolicies: keep(cfg.authorizationPolicies), requestAuthentications: keep(cfg.requestAuthentications),
+    k8sGateways: keep(cfg.k8sGateways), httpRoutes: keep(cfg.httpRoutes),
+  };
+}
+
+export function buildMesh(input: IstioConfig): BuildResult {
   const report = new Report();
+  const cfg = dedupe(input, report);
   const registry = buildRegistry(cfg, report);
   const services = applyDestinationRules(registry.services, cfg.destinationRules, cfg.meshConfig);
   const gateways = [...cfg.gateways.map(istioGateway), ...cfg.k8sGateways.map(k8sGateway).filter((g) => g !== undefined)];
