@@ -5,6 +5,7 @@
  *   skua-controlplane [--istio DIR] [--config-dir DIR] [--mesh FILE] [--xds-address 127.0.0.1:15010]
  *                     [--ca-address 127.0.0.1:15012 --state-dir DIR [--cacerts DIR] [--trust-domain cluster.local]]
  *   skua-controlplane validate FILE|DIR...
+ *   skua-controlplane apply|delete --istio DIR [-n NS] FILE...   (kubectl apply/delete into the watched directory)
  *   skua-controlplane token --state-dir DIR --namespace NS --service-account SA [--ttl 1h]
  */
 import { parseArgs } from 'node:util';
@@ -19,9 +20,11 @@ import { FileSource } from './files.ts';
 import { MeshSource } from './mesh/source.ts';
 import { IstioSource } from './istio/source.ts';
 import { runValidate } from './istio/validate-cli.ts';
+import { runApply } from './istio/apply.ts';
 
 if (process.argv[2] === 'token') process.exit(await runCaCli(process.argv.slice(2)));
 if (process.argv[2] === 'validate') { process.exitCode = runValidate(process.argv.slice(3)); process.exit(); }
+if (process.argv[2] === 'apply' || process.argv[2] === 'delete') process.exit(runApply(process.argv[2], process.argv.slice(3)));
 const { values } = parseArgs({
   options: {
     'config-dir': { type: 'string' },
@@ -39,7 +42,7 @@ const meshFile = values.mesh;
 const istioDir = values.istio;
 if (!dir && !meshFile && !istioDir) {
   process.stderr.write('usage: skua-controlplane [--istio DIR] [--config-dir DIR] [--mesh FILE] [--xds-address HOST:PORT] [--ca-address HOST:PORT --state-dir DIR]\n'
-    + '       skua-controlplane validate FILE|DIR...\n       skua-controlplane token --state-dir DIR --namespace NS --service-account SA\n');
+    + '       skua-controlplane validate FILE|DIR...\n       skua-controlplane apply|delete --istio DIR [-n NS] FILE...\n       skua-controlplane token --state-dir DIR --namespace NS --service-account SA\n');
   process.exit(2);
 }
 const log = (line: string): void => { process.stderr.write(`${new Date().toISOString()} ${line}\n`); };

@@ -5,7 +5,7 @@
  * with one virtual host per routed host (`<host>:<port>`), from the routes bound to the gateway.
  */
 import { selects, T, type Json } from './names.ts';
-import { ADS_SOURCE, hcmCommon, INBOUND_HTTP_FILTERS, istioMutualDownstream, socketAddress } from './pieces.ts';
+import { ADS_SOURCE, hcmCommon, istioMutualDownstream, OUTBOUND_HTTP_FILTERS, socketAddress } from './pieces.ts';
 import { ruleRoutes } from './route-rules.ts';
 import type { Mesh, MeshGateway, MeshGatewayServer, MeshRoute, MeshWorkload } from './types.ts';
 
@@ -47,7 +47,8 @@ function hcm(routeName: string, port: number, w: MeshWorkload): Json {
     typed_config: {
       ...hcmCommon(`outbound_0.0.0.0_${port}`), use_remote_address: true, forward_client_cert_details: 'SANITIZE_SET',
       rds: { config_source: ADS_SOURCE, route_config_name: routeName },
-      http_filters: [INBOUND_HTTP_FILTERS[0], ...(w.security?.httpFilters ?? []), ...INBOUND_HTTP_FILTERS.slice(1)],
+      // A gateway is a client of the sidecars: istio.alpn tells their inbound chains it speaks Istio's HTTP.
+      http_filters: [OUTBOUND_HTTP_FILTERS[0], ...(w.security?.httpFilters ?? []), ...OUTBOUND_HTTP_FILTERS.slice(1)],
     },
   };
 }

@@ -55,7 +55,7 @@ function clauses(rule: AuthzRule, allow: boolean, namespace: string): Json[] | u
     if (o.hosts.length || o.notHosts.length || o.methods.length || o.notMethods.length || o.paths.length || o.notPaths.length) l7 = true;
     return match({ destination_ports: ports(o.ports), not_destination_ports: ports(o.notPorts) });
   });
-  const sa = (list: readonly string[]): Json[] => list.map((v) => (v.includes('/') ? { namespace: v.slice(0, v.indexOf('/')), service_account: v.slice(v.indexOf('/') + 1) } : { namespace, service_account: v }));
+  const sa = (list: readonly string[]): Json[] => list.map((v) => (v.includes('/') ? { namespace: v.slice(0, v.indexOf('/')), serviceAccount: v.slice(v.indexOf('/') + 1) } : { namespace, serviceAccount: v }));
   const from = rule.from.map((s) => {
     if (s.remoteIpBlocks.length || s.notRemoteIpBlocks.length || s.requestPrincipals.length || s.notRequestPrincipals.length) l7 = true;
     return match({

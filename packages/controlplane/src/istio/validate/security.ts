@@ -77,7 +77,11 @@ function operation(n: Node, i: number): AuthzOperation {
     for (const p of out[f]) if (!/^\d+$/.test(p) || Number(p) > 65535) n.error(f, `invalid port ${p}: must be a number in 0..65535`);
   }
   for (const f of ['paths', 'notPaths']) {
-    for (const p of out[f]) { const why = pathTemplateProblem(p); if (why) n.error(f, `invalid or unsupported path ${p}, found in ${f}. ${why}`); }
+    for (const p of out[f]) {
+      const why = pathTemplateProblem(p);
+      if (why) n.error(f, `invalid or unsupported path ${p}, found in ${f}. ${why}`);
+      else if (p.includes('{*}') || p.includes('{**}')) n.notApplied(f, `path template ${p}: skua-proxy does not evaluate path templates yet, so an ALLOW rule using one is dropped and a DENY rule matches any path`);
+    }
   }
   if (OPERATION_FIELDS.every((f) => out[f].length === 0)) n.error('', `\`to.operation\` must not be empty, found at rule ${i}`);
   return out as unknown as AuthzOperation;
