@@ -73,15 +73,19 @@ async function start(topo: Topology, dir: string, echoAccessLog: () => boolean):
     writeFileSync(path.join(dir, name), text);
   }
   const procs: Proc[] = [];
+  // Processes marked `concurrent` start alongside the ones before them; the next other one waits for all.
+  let pending: Promise<void>[] = [];
   for (const spec of topo.processes) {
+    if (!spec.concurrent) { await Promise.all(pending); pending = []; }
     const onLine = spec.proxy ? (l: string) => { if (echoAccessLog()) console.log(`  [${spec.name}] ${l}`); } : undefined;
     await spec.prepare?.();
     if (spec.cwd) mkdirSync(spec.cwd, { recursive: true });
     const proc = startNode(spec.name, path.join(ROOT, spec.script), spec.args ?? [], { env: spec.env, cwd: spec.cwd, onLine });
     procs.push(proc);
-    if ('admin' in spec.ready) await waitForReady(proc, spec.ready.admin, 30_000, spec.ready.host);
-    else await waitForPort(proc, spec.ready.port, 10_000, spec.ready.host);
+    const ready = 'admin' in spec.ready ? waitForReady(proc, spec.ready.admin, 60_000, spec.ready.host) : waitForPort(proc, spec.ready.port, 20_000, spec.ready.host);
+    if (spec.concurrent) pending.push(ready); else await ready;
   }
+  await Promise.all(pending);
   return procs;
 }
 

@@ -15,6 +15,8 @@ export interface ProcessSpec {
   readonly prepare?: () => Promise<void>;
   /** Ready when this port accepts connections, or when this Envoy admin port answers /ready (on `host`, default 127.0.0.1). */
   readonly ready: { readonly port: number; readonly host?: string } | { readonly admin: number; readonly host?: string };
+  /** Start without waiting for the previous process to be ready (the next non-concurrent one waits for all). */
+  readonly concurrent?: boolean;
   /** A proxy: its stdout is its access log (tail shown in the summary, echoed with --keep). */
   readonly proxy?: boolean;
 }

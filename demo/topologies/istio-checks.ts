@@ -137,7 +137,11 @@ export function istioChecks(d: IstioDemo): Check[] {
     } },
     { name: 'virtual-service-ratings-test-abort.yaml: ratings answers 500 to jason', run: async () => {
       apply(`${BOOKINFO}/networking/virtual-service-ratings-test-abort.yaml`);
-      const r = await eventually('the abort for jason', async () => { const x = await page('jason'); return x.body.includes('Ratings service is currently unavailable') ? x : undefined; });
+      const r = await eventually('the abort for jason', async () => {
+        const x = await page('jason');
+        if (x.body.includes('Ratings service is currently unavailable')) return x;
+        throw new Error(`jason's page: ${x.status} reviews ${x.headers['x-reviews-version']} ${x.body.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').slice(0, 160)}`);
+      }, 40_000);
       const anon = await page();
       expect(r.status === 200 && anon.body.includes('★') && !anon.body.includes('unavailable'), `anonymous: ${anon.body.slice(0, 160)}`);
       return `jason: reviews ${r.headers['x-reviews-version']} shows "Ratings service is currently unavailable"; anonymous: stars`;

@@ -61,7 +61,7 @@ export function istio(p: IstioPorts, opts: TopologyOptions): Topology {
     const env: Record<string, string> = { PORT: String(APP_PORT), LISTEN_ADDR: podIp(a, w), SERVICE: w.app, VERSION: w.version };
     if (w.app === 'productpage') Object.assign(env, { DETAILS_URL: sidecarUrl(w.key), REVIEWS_URL: sidecarUrl(w.key) });
     if (w.app === 'reviews') env.RATINGS_URL = sidecarUrl(w.key);
-    return { name: w.key, script: 'demo/apps/bookinfo.ts', env, ready: { host: podIp(a, w), port: APP_PORT } };
+    return { name: w.key, script: 'demo/apps/bookinfo.ts', env, ready: { host: podIp(a, w), port: APP_PORT }, concurrent: true };
   };
   const proxy = (w: DemoWorkload): ProcessSpec => {
     const wlDir = path.join(opts.dir, w.pod);
@@ -74,6 +74,7 @@ export function istio(p: IstioPorts, opts: TopologyOptions): Topology {
       cwd: wlDir,
       prepare: () => provision(w, stateDir, wlDir),
       ready: { admin: ADMIN_PORT, host: podIp(a, w) },
+      concurrent: true,
       proxy: true,
     };
   };
