@@ -124,6 +124,9 @@ async function main(): Promise<number> {
       try { checks.push({ name: c.name, ok: true, detail: await c.run() }); } catch (err) { checks.push({ name: c.name, ok: false, detail: (err as Error).message }); }
     }
     printChecks(checks);
+    // A failed check is easier to read next to what the control plane said.
+    const cp = procs.find((x) => x.name === 'skua-controlplane');
+    if (cp && checks.some((c) => !c.ok)) console.log(`skua-controlplane's last lines:\n${tailOf(cp, 25)}\n`);
 
     console.log(`load: ${opts.connections} keep-alive connections for ${opts.durationMs / 1000} s (at most ${opts.maxRequests} requests)...`);
     const load = await runLoad(topo.load, { durationMs: opts.durationMs, connections: opts.connections, maxRequests: opts.maxRequests, splitHeader: topo.split?.header, stopped: () => interrupted });

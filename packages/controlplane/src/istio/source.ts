@@ -46,12 +46,19 @@ export function translateIstio(source: string, resources: readonly IstioResource
 
 interface FileState { readonly mtimeMs: number; readonly size: number; readonly resources: readonly IstioResource[]; readonly problems: readonly Problem[] }
 
+/** What the directory holds now (paths, sizes, times): a change means something to reload. */
+function signature(dir: string): string {
+  return configFiles(dir).map((f) => { try { const st = statSync(f); return `${f}:${st.size}:${st.mtimeMs}`; } catch { return f; } }).join('\n');
+}
+
 export class IstioSource {
   private readonly dir: string;
   private readonly files = new Map<string, FileState>();
   private groups: ResourceGroup[] = [];
-  private watcher: FSWatcher | undefined;
+  private readonly watchers = new Map<string, FSWatcher>();
   private timer: NodeJS.Timeout | undefined;
+  private poll: NodeJS.Timeout | undefined;
+  private seen = '';
   /** The current problems: files refused (their last good content serves) and analysis findings. */
   problems: Problem[] = [];
   /** Set when the translation failed and the last good config keeps serving. */
@@ -63,6 +70,7 @@ export class IstioSource {
 
   /** Re-reads changed files and rebuilds. */
   load(): ResourceGroup[] {
+    this.seen = signature(this.dir);
     const seen = new Set<string>();
     for (const file of configFiles(this.dir)) {
       seen.add(file);
@@ -97,15 +105,38 @@ export class IstioSource {
     return lines;
   }
 
-  watch(onChange: (groups: ResourceGroup[]) => void, debounceMs = 100): void {
-    this.watcher = watch(this.dir, { recursive: true }, () => {
+  /**
+   * Watches the directory and its subdirectories, each with its own (non-recursive) watcher: Node's
+   * recursive watch on Linux watches files by inode and loses a file replaced by rename (the way
+   * editors and `apply` write). A slow poll of the directory's signature backs the watchers up.
+   */
+  watch(onChange: (groups: ResourceGroup[]) => void, debounceMs = 100, pollMs = 2000): void {
+    const changed = (): void => {
       clearTimeout(this.timer);
-      this.timer = setTimeout(() => onChange(this.load()), debounceMs);
-    });
+      this.timer = setTimeout(() => { const g = this.load(); this.watchDirs(changed); onChange(g); }, debounceMs);
+    };
+    this.watchDirs(changed);
+    this.poll = setInterval(() => { if (signature(this.dir) !== this.seen) changed(); }, pollMs);
+    this.poll.unref();
+  }
+
+  private watchDirs(changed: () => void): void {
+    const dirs = new Set([this.dir]);
+    const walk = (d: string): void => {
+      for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory() && !e.name.startsWith('.')) { dirs.add(join(d, e.name)); walk(join(d, e.name)); }
+    };
+    try { walk(this.dir); } catch { /* a directory vanished while walking: the next change rewalks */ }
+    for (const [d, w] of this.watchers) if (!dirs.has(d)) { w.close(); this.watchers.delete(d); }
+    for (const d of dirs) {
+      if (this.watchers.has(d)) continue;
+      try { this.watchers.set(d, watch(d, changed)); } catch { /* gone already */ }
+    }
   }
 
   close(): void {
     clearTimeout(this.timer);
-    this.watcher?.close();
+    clearInterval(this.poll);
+    for (const w of this.watchers.values()) w.close();
+    this.watchers.clear();
   }
 }

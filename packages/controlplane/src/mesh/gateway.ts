@@ -31,13 +31,8 @@ function admits(server: MeshGatewayServer, gw: MeshGateway, route: MeshRoute): b
 
 function virtualHost(route: MeshRoute, gw: MeshGateway, port: number, w: MeshWorkload, mesh: Mesh): Json {
   const services = new Map(mesh.services.map((s) => [s.hostname, s] as const));
-  const routes = ruleRoutes(route, { port, gateway: gw.key, source: w, services }, route.host === '*' ? 'unknown' : route.host);
   // A gateway route's decorator names the destination service, as istiod's does.
-  for (const r of routes) {
-    const c = ((r.route as Json | undefined)?.cluster as string | undefined) ?? '';
-    const parts = c.split('|');
-    if (parts.length === 4) r.decorator = { operation: `${parts[3]}:${parts[1]}/*` };
-  }
+  const routes = ruleRoutes(route, { port, gateway: gw.key, source: w, services });
   return { name: `${route.host}:${port}`, domains: route.host === '*' ? ['*'] : [route.host, `${route.host}:${port}`], routes, include_request_attempt_count: true };
 }
 

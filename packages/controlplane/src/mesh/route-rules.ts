@@ -171,24 +171,36 @@ function redirect(r: NonNullable<HttpRule['redirect']>): Json {
   return out;
 }
 
-/** The Envoy routes of a route's rules in this context (rules whose every match is elsewhere are left out). */
-export function ruleRoutes(route: MeshRoute, ctx: RouteContext, decoratorHost: string): Json[] {
+/** istiod's decorator: the destination `host:port` and the matched path (`/x` exact, `/x*` prefix, `/*` otherwise). */
+function decorator(hostPort: string, m: RouteMatch | undefined): Json {
+  const p = m?.path;
+  const path = p?.kind === 'exact' ? p.value : p?.kind === 'prefix' || p?.kind === 'pathSeparatedPrefix' ? `${p.value}*` : '/*';
+  return { operation: `${hostPort}${path}` };
+}
+
+/**
+ * The Envoy routes of a route's rules in this context (rules whose every match is elsewhere are left
+ * out). Decorators name `decoratorHost` (sidecars: the service) or, when undefined, each rule's first destination.
+ */
+export function ruleRoutes(route: MeshRoute, ctx: RouteContext, decoratorHost?: string): Json[] {
   const out: Json[] = [];
   for (const rule of route.rules) {
+    const first = rule.destinations[0];
+    const dhost = first?.host ?? route.host;
+    const hostPort = decoratorHost !== undefined ? `${decoratorHost}:${ctx.port}` : first ? `${dhost}:${destinationPort(first, dhost, ctx)}` : `${route.host}:${ctx.port}`;
     const base: Json = {};
     if (rule.directResponse) base.direct_response = { status: rule.directResponse.status, ...(rule.directResponse.body !== undefined ? { body: { inline_string: rule.directResponse.body } } : {}) };
     else if (rule.redirect) base.redirect = redirect(rule.redirect);
     else base.route = forward(rule, route, ctx);
     base.metadata = { filter_metadata: { istio: { config: route.configPath ?? `/apis/networking.istio.io/v1alpha3/namespaces/${route.namespace}/virtual-service/${route.name}` } } };
-    base.decorator = { operation: `${decoratorHost}:${ctx.port}/*` };
     if (rule.name) base.name = rule.name;
     applyHeaders(base, rule.headers);
     const perFilter: Json = {};
     if (rule.fault) perFilter['envoy.filters.http.fault'] = faultConfig(rule.fault);
     if (rule.cors) perFilter['envoy.filters.http.cors'] = corsConfig(rule.cors);
     if (Object.keys(perFilter).length) base.typed_per_filter_config = perFilter;
-    if (rule.matches.length === 0) { out.push({ match: routeMatch(undefined), ...base }); continue; }
-    for (const m of rule.matches) if (applies(m, ctx)) out.push({ match: routeMatch(m), ...base });
+    if (rule.matches.length === 0) { out.push({ match: routeMatch(undefined), ...base, decorator: decorator(hostPort, undefined) }); continue; }
+    for (const m of rule.matches) if (applies(m, ctx)) out.push({ match: routeMatch(m), ...base, decorator: decorator(hostPort, m) });
   }
   return out;
 }

@@ -32,9 +32,9 @@ export function checkRegex(node: Node, key: string, pattern: string): void {
   if (pattern === '') { node.error(key, `${JSON.stringify(key)}: regex string match should not be empty`); return; }
   if (pattern.length > 1024) { node.error(key, `${JSON.stringify(key)}: regex is too large, max length allowed is 1024`); return; }
   try {
-    compileRe2(new Msg({ regex: pattern }, node.at(key)));
+    compileRe2(new Msg({ regex: pattern }, ''));
   } catch (err) {
-    node.error(key, `${(err as Error).message}; Istio uses RE2 style regex-based match (https://github.com/google/re2/wiki/Syntax)`);
+    node.error(key, `${(err as Error).message.replace(/^regex: /, '')}; Istio uses RE2 style regex-based match (https://github.com/google/re2/wiki/Syntax)`);
   }
 }
 

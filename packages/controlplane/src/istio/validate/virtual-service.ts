@@ -42,20 +42,19 @@ function httpMatch(m: Node): HttpMatch {
 
 function routeDestinations(r: Node): HttpRouteDestination[] {
   const out: HttpRouteDestination[] = [];
-  let total = 0, anyWeight = false;
+  let total = 0;
   for (const d of r.list('route')) {
     d.known(['destination', 'weight', 'headers']);
     const dest = destination(d.reqObj('destination'));
     const weight = d.int('weight');
     if (weight !== undefined) {
-      anyWeight = true;
       if (weight < 0) d.error('weight', `weight ${weight} < 0`);
       else total += weight;
     }
     if (dest) out.push({ destination: dest, weight, headers: headerRewrites(d.obj('headers')) });
   }
-  // istiod: weights are optional for one destination; otherwise they may not all be zero.
-  if (anyWeight && out.length > 1 && total === 0) r.error('route', 'total destination weight = 0');
+  // istiod: weights are optional for one destination; with more, they may not add up to zero (unset is 0).
+  if (out.length > 1 && total === 0) r.error('route', 'total destination weight = 0');
   return out;
 }
 
