@@ -13,6 +13,9 @@ import { buildMesh, collect, resourcesOf } from '../src/istio/build/build.ts';
 import { rbacFilters } from '../src/istio/authz/rbac.ts';
 import { authorizationForZtunnel, peerAuthenticationForZtunnel } from '../src/istio/authz/wds.ts';
 import { translateMesh } from '../src/mesh/translate.ts';
+import { meshGroups } from '../src/mesh/source.ts';
+import { decodeResource } from '@skua/proxy/xds/decode.ts';
+import { TYPE_URL } from '@skua/proxy/xds/discovery.ts';
 import type { AuthorizationPolicy, PeerAuthentication } from '../src/istio/types.ts';
 import { acceptedByProxy, BOOKINFO_PLATFORM, bookinfoPlatform, byName, fixture } from './lib/istio-fixtures.ts';
 
@@ -142,6 +145,22 @@ describe('Bookinfo from Istio YAML vs the shapes istiod generated (fixture dumps
 });
 
 describe('security resources where istiod puts them', () => {
+  test('WDS for ztunnels: AuthorizationPolicies, STRICT PeerAuthentication, and the workloads that carry them (encoded as served)', () => {
+    const ap = 'apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\nmetadata: { name: reviews-from-pp }\nspec: { selector: { matchLabels: { app: reviews } }, rules: [{ from: [{ source: { serviceAccounts: [bookinfo-productpage] } }], to: [{ operation: { ports: ["9080"] } }] }] }\n';
+    const strict = fixture('istio-istio/tests/testdata/config/peer-authn-strict.yaml').replace('testns', 'default');
+    const { mesh } = buildMesh(collect(resources(BOOKINFO_PLATFORM, ap, strict)));
+    const groups = meshGroups('w', translateMesh(mesh));
+    const wds = groups.find((g) => g.source === 'w#wds')!;
+    const authz = wds.byType.get(TYPE_URL.authorization)!;
+    assert.deepEqual([...authz.keys()].sort(), ['default/reviews-from-pp', 'istio-system/istio_converted_static_strict']);
+    assert.deepEqual(decodeResource(authz.get('default/reviews-from-pp')!.any).rules, [{ clauses: [
+      { matches: [{ destination_ports: [9080] }] }, { matches: [{ service_accounts: [{ namespace: 'default', serviceAccount: 'bookinfo-productpage' }] }] },
+    ] }]);
+    const w = decodeResource(wds.byType.get(TYPE_URL.address)!.get('Kubernetes//Pod/default/reviews-v1-7d9b-x1')!.any).workload as Json;
+    assert.deepEqual(w.authorization_policies, ['default/reviews-from-pp', 'istio-system/istio_converted_static_strict']);
+    assert.equal(w.workload_name, 'reviews-v1-7d9b-x1');
+  });
+
   const S = 'istio-istio/tests/testdata/config/';
   const inbound = (extra: string): Json => {
     const { mesh } = buildMesh(collect(resources(BOOKINFO_PLATFORM, extra)));

@@ -149,6 +149,21 @@ spec: { host: ghost }
   });
 });
 
+describe('the README', () => {
+  test("its light Pod form is valid and becomes a sidecar'd workload", () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const pod = /### Workloads[\s\S]*?```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
+    assert.ok(pod, 'the README has the Pod example');
+    const svc = 'apiVersion: v1\nkind: Service\nmetadata: { name: reviews }\nspec: { ports: [{ port: 9080, name: http }], selector: { app: reviews } }\n---\n';
+    const docs = readText(svc + pod, 'README.md');
+    assert.deepEqual(docs.flatMap((d) => d.problems).filter(isError).map(formatProblem), []);
+    const { mesh } = buildMesh(collect(resourcesOf(docs)));
+    const w = mesh.workloads[0];
+    assert.deepEqual({ ip: w.ip, sidecar: w.sidecar, out: w.outboundIp, app: [...w.app], services: w.services, capture: mesh.capture },
+      { ip: '127.0.20.21', sidecar: true, out: '127.0.21.21', app: [[9080, { address: '127.0.0.1', port: 41234 }]], services: ['reviews.default.svc.cluster.local'], capture: 'none' });
+  });
+});
+
 describe('skua-controlplane validate (a real process)', () => {
   const run = (...args: string[]): { code: number | null; out: string; err: string } => {
     const r = spawnSync(process.execPath, [MAIN, 'validate', ...args], { encoding: 'utf8', timeout: 30_000 });

@@ -73,7 +73,8 @@ export function gatewayResources(mesh: Mesh, w: MeshWorkload): Json[] {
     const chains: Json[] = [];
     for (const [i, { gw, server }] of servers.entries()) {
       const tls = serverTls(mesh, server);
-      const routeName = tls ? `https.${port}.${server.protocol.toLowerCase()}-${i}.${gw.key.split('/')[1]}.${gw.namespace}` : `http.${port}`;
+      // istiod: `https.<port>.<port name>.<gateway>.<namespace>` per TLS server; plain servers share `http.<port>`.
+      const routeName = tls ? `https.${port}.${server.portName ?? `${server.protocol.toLowerCase()}-${i}`}.${gw.key.split('/')[1]}.${gw.namespace}` : `http.${port}`;
       if (!out.some((r) => r.name === routeName && r['@type'] === T.route)) {
         const vhosts: Json[] = [];
         const seen = new Set<string>();

@@ -174,6 +174,8 @@ export interface MeshPolicy {
 
 export interface MeshGatewayServer {
   readonly port: number;
+  /** The port's name (istiod's HTTPS route names carry it). */
+  readonly portName?: string;
   readonly protocol: string;
   /** `namespace/host` or `host` patterns. */
   readonly hosts: readonly string[];

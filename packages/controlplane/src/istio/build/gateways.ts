@@ -12,7 +12,7 @@ import type { Report } from './report.ts';
 export function istioGateway(g: IstioGateway): MeshGateway {
   return {
     key: `${g.meta.namespace}/${g.meta.name}`, namespace: g.meta.namespace, selector: g.selector,
-    servers: g.servers.map((s) => ({ port: s.port.number, protocol: s.port.protocol, hosts: s.hosts, tls: s.tls })),
+    servers: g.servers.map((s) => ({ port: s.port.number, portName: s.port.name, protocol: s.port.protocol, hosts: s.hosts, tls: s.tls })),
   };
 }
 
@@ -20,7 +20,7 @@ export function k8sGateway(g: K8sGateway): MeshGateway | undefined {
   if (g.gatewayClassName !== 'istio') return undefined;
   return {
     key: `${g.meta.namespace}/${g.meta.name}`, namespace: g.meta.namespace, selector: { 'gateway.networking.k8s.io/gateway-name': g.meta.name }, sameNamespace: true,
-    servers: g.listeners.map((l) => ({ port: l.port, protocol: l.protocol, hosts: [l.hostname ?? '*'] })),
+    servers: g.listeners.map((l) => ({ port: l.port, portName: l.name, protocol: l.protocol, hosts: [l.hostname ?? '*'] })),
   };
 }
 
