@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { applyText, deleteText } from '../../packages/controlplane/src/istio/apply.ts';
 import { getFrom, type Reply } from '../lib/net.ts';
+import { eventually as poll, expect, stats as adminStats } from '../lib/checks.ts';
 import type { Check } from '../lib/topology.ts';
 import { APP_PORT, HTTPBIN_PORT, outboundIp, podIp, SERVICE_PORT, type Addressing, type DemoWorkload } from './istio-platform.ts';
 
@@ -28,27 +29,8 @@ function sample(rel: string): string {
   return readFileSync(file, 'utf8');
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-function expect(cond: boolean, what: string): void {
-  if (!cond) throw new Error(what);
-}
-
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  for (;;) {
-    const got = await probe().catch((err: Error) => { last = err.message; return undefined; });
-    if (got !== undefined) return got;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? ` (${last})` : ''}`);
-    await sleep(150);
-  }
-}
-
-async function stats(admin: { host: string; port: number }): Promise<Map<string, number>> {
-  const r = await getFrom(admin.host, admin.port, '/stats?format=json');
-  return new Map((JSON.parse(r.body) as { stats: Array<{ name: string; value: number }> }).stats.map((s) => [s.name, s.value]));
-}
+const eventually = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> => poll(what, probe, timeoutMs, 150);
+const stats = (admin: { host: string; port: number }): Promise<Map<string, number>> => adminStats(admin.port, admin.host);
 
 export function istioChecks(d: IstioDemo): Check[] {
   const apply = (rel: string, namespace?: string, edit: (t: string) => string = (t) => t): string => applyText(d.istioDir, edit(sample(rel)), namespace).map((r) => r.id).join(', ');

@@ -14,6 +14,7 @@ import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort, get, getFrom, HOST, type Reply } from '../lib/net.ts';
+import { eventually, expect, stats } from '../lib/checks.ts';
 import { toYaml } from '../lib/yaml.ts';
 import type { Check, ProcessSpec, Topology, TopologyOptions } from '../lib/topology.ts';
 import { meshDoc, NAMESPACE, sidecarBootstrap, spiffeId, WORKLOADS, type Split, type Workload } from './mesh-file.ts';
@@ -46,28 +47,6 @@ export async function meshPorts(): Promise<MeshPorts> {
   const apps = { productpage: await next(), reviewsV1: await next(), reviewsV2: await next() };
   const admins = { productpage: await next(), reviewsV1: await next(), reviewsV2: await next() };
   return { service, xds, ca, apps, admins };
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-function expect(cond: boolean, what: string): void {
-  if (!cond) throw new Error(what);
-}
-
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  for (;;) {
-    const got = await probe().catch((err: Error) => { last = err.message; return undefined; });
-    if (got !== undefined) return got;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? ` (${last})` : ''}`);
-    await sleep(100);
-  }
-}
-
-async function stats(adminPort: number): Promise<Map<string, number>> {
-  const r = await get(adminPort, '/stats?format=json');
-  return new Map((JSON.parse(r.body) as { stats: Array<{ name: string; value: number }> }).stats.map((s) => [s.name, s.value]));
 }
 
 /** Writes then renames, so the control plane's watcher never reads half a file. */
