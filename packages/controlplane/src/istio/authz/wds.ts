@@ -5,6 +5,8 @@
  * `converted_peer_authentication_<name>`; mesh/namespace STRICT is istiod's static
  * `istio_converted_static_strict`. Rules are written in the wire's rules/clauses/matches form.
  */
+import { isIP } from 'node:net';
+import { ipBytes } from '../../mesh/names.ts';
 import type { AuthorizationPolicy, AuthzRule, MtlsMode, PeerAuthentication } from '../types.ts';
 
 type Json = Record<string, unknown>;
@@ -24,20 +26,10 @@ function addresses(values: readonly string[]): Json[] {
   const out: Json[] = [];
   for (const v of values) {
     const [ip, len] = v.split('/');
-    const bytes = ip.includes(':') ? ipv6Bytes(ip) : Buffer.from(ip.split('.').map(Number));
-    if (!bytes) continue;
-    out.push({ address: bytes.toString('base64'), length: len === undefined ? bytes.length * 8 : Number(len) });
+    if (!isIP(ip)) continue;
+    out.push({ address: ipBytes(ip), length: len === undefined ? (isIP(ip) === 4 ? 32 : 128) : Number(len) });
   }
   return out;
-}
-
-function ipv6Bytes(ip: string): Buffer | undefined {
-  const [head, tail = ''] = ip.split('::');
-  const parts = (s: string): number[] => (s === '' ? [] : s.split(':').map((h) => parseInt(h, 16)));
-  const h = parts(head), t = ip.includes('::') ? parts(tail) : [];
-  const words = [...h, ...new Array<number>(Math.max(0, 8 - h.length - t.length)).fill(0), ...t];
-  if (words.length !== 8 || words.some((w) => Number.isNaN(w))) return undefined;
-  return Buffer.from(words.flatMap((x) => [x >> 8, x & 0xff]));
 }
 
 /** Drops empty lists, as proto-JSON does. */

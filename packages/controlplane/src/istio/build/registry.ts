@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
+import { selects } from '../../mesh/names.ts';
 import type { MeshService, MeshWorkload, PortProtocol, ServicePort } from '../../mesh/types.ts';
 import type { Labels, Meta, ServiceEntry, WorkloadEntrySpec } from '../types.ts';
 import type { IstioConfig, KubeService, KubeServicePort, Pod } from '../types-k8s.ts';
@@ -12,10 +13,7 @@ import type { Report } from './report.ts';
 
 export const DOMAIN = 'cluster.local';
 
-export function selects(selector: Labels, labels: Labels): boolean {
-  for (const [k, v] of Object.entries(selector)) if (labels[k] !== v) return false;
-  return true;
-}
+export { selects };
 
 /** Istio's protocol selection: appProtocol, else the port name's prefix (`http-web` → http); unnamed ports are sniffed as HTTP. */
 export function protocolOf(name: string | undefined, appProtocol?: string): PortProtocol {
