@@ -20,7 +20,7 @@ async function runDemo(args: readonly string[]): Promise<string> {
 test('the default (istio) demo: Bookinfo from Istio YAML, each bookinfo sample applied and its effect measured', { timeout: 300_000 }, async () => {
   const out = await runDemo([]);
   for (const step of ['bookinfo-gateway.yaml', 'virtual-service-all-v1.yaml', 'virtual-service-reviews-jason-v2-v3.yaml', 'virtual-service-ratings-test-delay.yaml',
-    'virtual-service-ratings-test-abort.yaml', 'virtual-service-reviews-50-v3.yaml', 'route-reviews-90-10.yaml', 'peer-authn-strict.yaml', 'deny-both-http-tcp-in.yaml', 'authz-valid.yaml']) {
+    'virtual-service-ratings-test-abort.yaml', 'fault-injection-details-v1.yaml', 'egress-rule-google-apis.yaml', 'virtual-service-reviews-50-v3.yaml', 'route-reviews-90-10.yaml', 'peer-authn-strict.yaml', 'deny-both-http-tcp-in.yaml', 'authz-valid.yaml']) {
     assert.match(out, new RegExp(`ok +[^\\n]*${step.replace(/[.]/g, '\\.')}`), step);
   }
   assert.match(out, /ok +virtual-service-reviews-50-v3\.yaml[^\n]*v1 \d+ \/ v3 \d+; v3 [\d.]+%/);

@@ -128,6 +128,33 @@ export function istioChecks(d: IstioDemo): Check[] {
       expect(r.status === 200 && anon.body.includes('★') && !anon.body.includes('unavailable'), `anonymous: ${anon.body.slice(0, 160)}`);
       return `jason: reviews ${r.headers['x-reviews-version']} shows "Ratings service is currently unavailable"; anonymous: stars`;
     } },
+    { name: 'fault-injection-details-v1.yaml: details aborts every request with 555', run: async () => {
+      apply(`${BOOKINFO}/networking/fault-injection-details-v1.yaml`);
+      const r = await eventually('the details abort', async () => { const x = await page(); return x.body.includes('Sorry, product details are currently unavailable') ? x : undefined; });
+      expect(r.status === 200 && r.body.includes('(555)'), r.body.slice(0, 200));
+      // Back to the state before: the sample's DestinationRule replaced destination-rule-all's for details.
+      remove(`${BOOKINFO}/networking/fault-injection-details-v1.yaml`);
+      apply(`${BOOKINFO}/networking/destination-rule-all.yaml`);
+      await eventually('details back', async () => { const x = await page(); return x.body.includes('by William Shakespeare') ? x : undefined; });
+      return 'the page keeps working: "Sorry, product details are currently unavailable for this book. (555)"; removed again';
+    } },
+    { name: 'egress-rule-google-apis.yaml: port 80 calls leave as TLS to www.googleapis.com:443', run: async () => {
+      apply(`${BOOKINFO}/networking/egress-rule-google-apis.yaml`);
+      const pp = d.admins.productpage;
+      const cluster = await eventually('the egress cluster in productpage\'s sidecar', async () => {
+        const dump = JSON.parse((await getFrom(pp.host, pp.port, '/config_dump', {}, 5000)).body) as { configs: Array<Record<string, unknown>> };
+        const clusters = dump.configs.flatMap((c) => (c.dynamic_active_clusters ?? []) as Array<{ cluster: Record<string, unknown> }>).map((c) => c.cluster);
+        const routes = dump.configs.flatMap((c) => (c.dynamic_route_configs ?? []) as Array<{ route_config: Record<string, unknown> }>).map((r) => r.route_config);
+        const c = clusters.find((x) => x.name === 'outbound|443||www.googleapis.com');
+        const vh = (routes.find((r) => r.name === '80')?.virtual_hosts as Array<Record<string, unknown>> | undefined)?.find((v) => v.name === 'www.googleapis.com:80');
+        const target = ((vh?.routes as Array<{ route?: { cluster?: string } }> | undefined)?.[0]?.route?.cluster);
+        return c && target === 'outbound|443||www.googleapis.com' ? c : undefined;
+      });
+      const tls = (cluster.transport_socket as { typed_config?: { sni?: string } } | undefined)?.typed_config;
+      expect(cluster.type === 'STRICT_DNS' && tls?.sni === 'www.googleapis.com', JSON.stringify(cluster).slice(0, 300));
+      remove(`${BOOKINFO}/networking/egress-rule-google-apis.yaml`);
+      return 'route www.googleapis.com:80 → outbound|443||www.googleapis.com (STRICT_DNS, TLS originated with SNI www.googleapis.com); measured in the config only: no internet here';
+    } },
     { name: 'virtual-service-reviews-50-v3.yaml: reviews 50/50 v1/v3 (1,000 requests)', run: async () => {
       apply(`${BOOKINFO}/networking/virtual-service-reviews-50-v3.yaml`);
       await eventually('v1 and v3 both', async () => { const s = await versions(24); return s.v1 && s.v3 && !s.v2 ? true : undefined; });
