@@ -8,11 +8,12 @@ import { inboundResources } from './inbound.ts';
 import { outboundClusters, outboundListeners } from './outbound.ts';
 import { gatewayResources } from './gateway.ts';
 import { wdsResources } from './wds.ts';
+import { nameTable } from './nds.ts';
 
 export interface MeshConfig {
   /** Outbound clusters and endpoints: the same for every sidecar. */
   readonly sharedClusters: readonly Json[];
-  /** Proxy node id (sidecars and routers) → its own listeners, routes and inbound clusters. */
+  /** Proxy node id (sidecars and routers) → its own listeners, routes and inbound clusters; sidecars also get the NDS name table. */
   readonly sidecars: ReadonlyMap<string, readonly Json[]>;
   /** istio.workload.Address and istio.security.Authorization resources (ztunnel, Delta only). */
   readonly wds: readonly Json[];
@@ -20,9 +21,11 @@ export interface MeshConfig {
 
 export function translateMesh(mesh: Mesh): MeshConfig {
   const sidecars = new Map<string, Json[]>();
+  // NDS goes to every sidecar; only those capturing DNS subscribe to it.
+  const nds = nameTable(mesh);
   for (const w of mesh.workloads) {
     if (w.router) sidecars.set(sidecarNodeId(mesh, w), gatewayResources(mesh, w));
-    else if (w.sidecar) sidecars.set(sidecarNodeId(mesh, w), [...outboundListeners(mesh, w), ...inboundResources(mesh, w)]);
+    else if (w.sidecar) sidecars.set(sidecarNodeId(mesh, w), [...outboundListeners(mesh, w), ...inboundResources(mesh, w), nds]);
   }
   return { sharedClusters: outboundClusters(mesh), sidecars, wds: wdsResources(mesh) };
 }
