@@ -82,7 +82,8 @@ async function start(topo: Topology, dir: string, echoAccessLog: () => boolean):
     if (spec.cwd) mkdirSync(spec.cwd, { recursive: true });
     const proc = startNode(spec.name, path.join(ROOT, spec.script), spec.args ?? [], { env: spec.env, cwd: spec.cwd, onLine });
     procs.push(proc);
-    const ready = 'admin' in spec.ready ? waitForReady(proc, spec.ready.admin, 60_000, spec.ready.host) : waitForPort(proc, spec.ready.port, 20_000, spec.ready.host);
+    const r = typeof spec.ready === 'function' ? spec.ready() : spec.ready;
+    const ready = 'admin' in r ? waitForReady(proc, r.admin, 60_000, r.host) : waitForPort(proc, r.port, 20_000, r.host);
     if (spec.concurrent) pending.push(ready); else await ready;
   }
   await Promise.all(pending);

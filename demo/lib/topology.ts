@@ -13,13 +13,18 @@ export interface ProcessSpec {
   readonly cwd?: string;
   /** Run just before the process starts (after the ones before it are ready), e.g. to mint a token. */
   readonly prepare?: () => Promise<void>;
-  /** Ready when this port accepts connections, or when this Envoy admin port answers /ready (on `host`, default 127.0.0.1). */
-  readonly ready: { readonly port: number; readonly host?: string } | { readonly admin: number; readonly host?: string };
+  /**
+   * Ready when this port accepts connections, or when this Envoy admin port answers /ready (on `host`,
+   * default 127.0.0.1); a function is asked after `prepare` (for ports chosen there).
+   */
+  readonly ready: ReadySpec | (() => ReadySpec);
   /** Start without waiting for the previous process to be ready (the next non-concurrent one waits for all). */
   readonly concurrent?: boolean;
   /** A proxy: its stdout is its access log (tail shown in the summary, echoed with --keep). */
   readonly proxy?: boolean;
 }
+
+export type ReadySpec = { readonly port: number; readonly host?: string } | { readonly admin: number; readonly host?: string };
 
 /** One kind of request in the load mix. */
 export interface LoadTarget {

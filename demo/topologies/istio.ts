@@ -1,10 +1,9 @@
 /**
  * The default demo: Istio's Bookinfo driven by Istio's own YAML. skua-controlplane watches an
  * `--istio` directory holding Bookinfo's Services and Pods (istio-platform.ts); every workload runs
- * its app and a skua-proxy with the bootstrap pilot-agent would give it (node `sidecar~…`, the ingress
- * gateway `router~…`: router mode), each with a token and certificates from the control plane's CA
- * (the Envoy command line starts the secret manager from CA_ADDR; `skua-proxy proxy sidecar|router`
- * does not yet, see the README). The checks
+ * its app and a skua-proxy with the bootstrap pilot-agent would give it (node `sidecar~…`); the ingress
+ * gateway runs `skua-proxy proxy router` (pilot-agent, router mode). Each has a token and certificates
+ * from the control plane's CA. The checks
  * (istio-checks.ts) then apply Istio's bookinfo samples from the fixtures one after another, the way
  * the Istio tasks do, and measure each documented effect.
  *
@@ -78,16 +77,49 @@ export function istio(p: IstioPorts, opts: TopologyOptions): Topology {
       proxy: true,
     };
   };
+  /**
+   * The ingress gateway runs as Istio's does: `skua-proxy proxy router` (pilot-agent), which renders
+   * its bootstrap from the pod's environment. Its admin, status and Prometheus ports are chosen just
+   * before it starts (they bind 127.0.0.1 / the wildcard, where ephemeral ports come and go).
+   */
+  const routerAgent = (w: DemoWorkload): ProcessSpec => {
+    const wlDir = path.join(opts.dir, w.pod);
+    const env: Record<string, string> = {
+      POD_NAME: w.pod, POD_NAMESPACE: w.namespace, INSTANCE_IP: podIp(a, w), SERVICE_ACCOUNT: w.serviceAccount,
+      ISTIO_META_CLUSTER_ID: 'Kubernetes', ISTIO_META_MESH_ID: 'cluster.local', TRUST_DOMAIN: 'cluster.local',
+      ISTIO_METAJSON_LABELS: JSON.stringify({ app: w.app, istio: 'ingressgateway' }),
+      CA_ADDR: `${HOST}:${p.ca}`, CA_ROOT_CA: path.join(stateDir, 'root-cert.pem'),
+    };
+    return {
+      name: 'gateway (proxy router)',
+      script: 'packages/proxy/src/main.ts',
+      args: ['proxy', 'router', '--concurrency', String(opts.concurrency), '--proxyLogLevel', opts.logLevel === 'info' ? 'warning' : opts.logLevel],
+      env, cwd: wlDir,
+      prepare: async () => {
+        await provision(w, stateDir, wlDir);
+        const [admin, status, envoyStatus, prometheus] = [await freePort(), await freePort(), await freePort(), await freePort()];
+        Object.assign(env, {
+          ENVOY_STATUS_PORT: String(envoyStatus), ENVOY_PROMETHEUS_PORT: String(prometheus),
+          PROXY_CONFIG: JSON.stringify({ discoveryAddress: `${HOST}:${p.xds}`, controlPlaneAuthPolicy: 'NONE', proxyAdminPort: admin, statusPort: status }),
+        });
+        admins[w.key] = { host: HOST, port: admin };
+      },
+      ready: () => ({ admin: admins[w.key].port, host: HOST }),
+      concurrent: true,
+      proxy: true,
+    };
+  };
+  const admins: Record<string, { host: string; port: number }> = Object.fromEntries(WORKLOADS.map((w) => [w.key, { host: podIp(a, w), port: ADMIN_PORT }]));
   const gateway = find('gateway');
   const demo: IstioDemo = {
-    istioDir, addressing: a, admins: Object.fromEntries(WORKLOADS.map((w) => [w.key, { host: podIp(a, w), port: ADMIN_PORT }])),
+    istioDir, addressing: a, admins,
     gateway: { host: podIp(a, gateway), port: GATEWAY_PORT }, find,
   };
   return {
     title: `istio: Bookinfo from Istio's YAML (${istioDir}), a skua-proxy sidecar per workload and one as the ingress gateway, Istio's samples applied one by one`,
     files: {
       'istio/platform.yaml': platformYaml(a),
-      ...Object.fromEntries(WORKLOADS.map((w) => [`${w.key}-bootstrap.yaml`, toYaml(proxyBootstrap(w, a, p.xds))])),
+      ...Object.fromEntries(WORKLOADS.filter((w) => !w.router).map((w) => [`${w.key}-bootstrap.yaml`, toYaml(proxyBootstrap(w, a, p.xds))])),
     },
     processes: [
       ...WORKLOADS.filter((w) => !w.router && !w.clientOnly).map(app),
@@ -96,7 +128,7 @@ export function istio(p: IstioPorts, opts: TopologyOptions): Topology {
         args: ['--istio', istioDir, '--xds-address', `${HOST}:${p.xds}`, '--ca-address', `${HOST}:${p.ca}`, '--state-dir', stateDir],
         ready: { port: p.ca },
       },
-      ...WORKLOADS.map(proxy),
+      ...WORKLOADS.map((w) => (w.router ? routerAgent(w) : proxy(w))),
     ],
     checks: istioChecks(demo),
     load: [
@@ -105,14 +137,15 @@ export function istio(p: IstioPorts, opts: TopologyOptions): Topology {
     ],
     // The last routing sample applied is virtual-service-reviews-50-v3.yaml.
     split: { header: 'x-reviews-version', expect: { v1: 0.5, v3: 0.5 } },
-    admins: WORKLOADS.filter((w) => ['productpage', 'reviews-v1', 'gateway', 'httpbin'].includes(w.key)).map((w) => ({ name: `${w.key} proxy`, host: podIp(a, w), port: ADMIN_PORT })),
+    // The gateway's admin port is chosen at start: read it then.
+    get admins() { return ['productpage', 'reviews-v1', 'gateway', 'httpbin'].map((k) => ({ name: `${k} proxy`, ...admins[k] })); },
     stats: /^(control_plane\.connected_state|listener_manager\.lds\.update_success|cluster_manager\.cds\.update_success|cluster\.outbound\|\d+\|v\d\|reviews\.[\w.]+\.upstream_rq_2xx|http\.[\w.]+\.downstream_rq_[2-5]xx|http\.[\w.]+\.rbac\.(allowed|denied)|[\w.]*ssl\.handshake)$/,
-    urls: [
+    get urls() { return [
       `curl -i http://${demo.gateway.host}:${GATEWAY_PORT}/productpage            (through the ingress gateway)`,
       `curl -i -b user=jason http://${demo.gateway.host}:${GATEWAY_PORT}/productpage  (signed in as jason)`,
       `skua-controlplane apply --istio ${istioDir} FILE   (any Istio YAML; the mesh follows)`,
       `skua-controlplane validate ${istioDir}`,
-      ...WORKLOADS.map((w) => `${w.key} proxy admin: http://${podIp(a, w)}:${ADMIN_PORT}/config_dump`),
-    ],
+      ...WORKLOADS.map((w) => `${w.key} proxy admin: http://${admins[w.key].host}:${admins[w.key].port}/config_dump`),
+    ]; },
   };
 }
