@@ -5,7 +5,7 @@
 // istiod puts them.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
 import { parse } from 'yaml';
 import { normalizeKeys } from '@skua/proxy/config/normalize.ts';
 import { readText } from '../src/istio/documents.ts';
@@ -136,7 +136,10 @@ describe('Bookinfo from Istio YAML vs the shapes istiod generated (fixture dumps
 
   test('every translated resource is accepted by the proxy (all samples together, both capture modes)', async () => {
     const all = ['destination-rule-all-mtls.yaml', 'virtual-service-reviews-jason-v2-v3.yaml', 'virtual-service-ratings-test-abort.yaml', 'bookinfo-gateway.yaml', 'fault-injection-details-v1.yaml', 'egress-rule-google-apis.yaml'];
-    const { out } = build(...all.map((f) => fixture(S + f)), fixture('istio-istio/tests/testdata/config/rule-default-route-cors-policy.yaml'), fixture('istio-istio/tests/testdata/config/rule-redirect-injection.yaml'));
+    const jwk = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ format: 'jwk' });
+    const ra = `apiVersion: security.istio.io/v1\nkind: RequestAuthentication\nmetadata: { name: jwt }\nspec: { selector: { matchLabels: { app: reviews } }, jwtRules: [{ issuer: "https://issuer.example", jwks: '${JSON.stringify({ keys: [{ ...jwk, kid: 'k1', alg: 'RS256' }] })}', forwardOriginalToken: true, outputClaimToHeaders: [{ header: x-sub, claim: sub }] }] }\n`;
+    const ap = fixture('istio-istio/pilot/pkg/security/authz/builder/testdata/http/single-policy-in.yaml').replace('namespace: foo', 'namespace: default');
+    const { out } = build(...all.map((f) => fixture(S + f)), fixture('istio-istio/tests/testdata/config/rule-default-route-cors-policy.yaml'), fixture('istio-istio/tests/testdata/config/rule-redirect-injection.yaml'), ra, ap);
     await acceptedByProxy(out);
     const none = buildMesh(collect(resources(bookinfoPlatform(true), ...all.map((f) => fixture(S + f)))));
     assert.equal(none.mesh.capture, 'none');
