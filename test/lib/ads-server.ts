@@ -2,8 +2,7 @@
 // each stream's gRPC metadata and decoded requests, answers every new subscription with the
 // resources it holds for that type, and pushes updates to open streams.
 import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
-import { DELTA_METHOD, decodeDeltaRequest, encodeDeltaResponse, type DeltaRequest } from '../../packages/proxy/src/xds/discovery.ts';
-import { encodeResource } from '../../packages/proxy/src/xds/encode.ts';
+import { DELTA_METHOD, decodeDeltaRequest, encodeDeltaResponse, encodeResource, type DeltaRequest } from '../../packages/proxy/src/api/xds.ts';
 
 type Json = Record<string, unknown>;
 

@@ -18,6 +18,7 @@ import type { InternalSocket } from './internal-socket.ts';
 import { restoreInternalAddresses, type RestoredAddresses } from './internal-dst.ts';
 import { DrainManager } from '../core/drain.ts';
 import { overloadState } from '../core/overload.ts';
+import { canonicalIp } from '../core/canonical-ip.ts';
 
 type Terminal = HttpConnectionManager | TcpProxy;
 
@@ -164,9 +165,9 @@ export class ActiveListener {
   }
 
   private inspect(socket: Socket, dst: { address: string; port: number }, internal?: RestoredAddresses): void {
-    const source = internal ? internal.remote : { address: stripMapped(socket.remoteAddress ?? ''), port: socket.remotePort ?? 0 };
+    const source = internal ? internal.remote : { address: canonicalIp(socket.remoteAddress ?? ''), port: socket.remotePort ?? 0 };
     const facts: ConnectionFacts = {
-      destinationIp: stripMapped(dst.address), destinationPort: dst.port,
+      destinationIp: canonicalIp(dst.address), destinationPort: dst.port,
       directSourceIp: source.address, sourceIp: source.address, sourcePort: source.port,
       serverName: '', transportProtocol: '', applicationProtocols: [],
     };
@@ -209,11 +210,11 @@ export class ActiveListener {
     const live = this.liveChain(chain);
     const base = {
       id: nextConnectionId(),
-      remoteAddress: internal ? internal.remote.address : stripMapped(socket.remoteAddress ?? ''),
+      remoteAddress: internal ? internal.remote.address : canonicalIp(socket.remoteAddress ?? ''),
       remotePort: internal ? internal.remote.port : socket.remotePort ?? 0,
-      localAddress: internal ? internal.local.address : stripMapped(socket.localAddress ?? ''),
+      localAddress: internal ? internal.local.address : canonicalIp(socket.localAddress ?? ''),
       localPort: internal ? internal.local.port : socket.localPort ?? 0,
-      originalDst: { address: stripMapped(dst.address), port: dst.port },
+      originalDst: { address: canonicalIp(dst.address), port: dst.port },
       startTime: Date.now(),
       dynamicMetadata: internal?.dynamicMetadata,
     };
@@ -370,6 +371,3 @@ function parseUriSans(alt: string | undefined): readonly string[] {
   return out;
 }
 
-function stripMapped(ip: string): string {
-  return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip;
-}

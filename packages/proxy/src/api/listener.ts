@@ -1,0 +1,9 @@
+/**
+ * @skua/proxy/listener — listeners with pluggable network terminals: accept (overload checks,
+ * listener filters, filter-chain match, TLS, read filters) then hand the connection to the
+ * chain's terminal; drain is a primitive every listener runs under. Re-exports only.
+ */
+export { ActiveListener } from '../listener/active.ts';
+export { compileListener, type ListenerConfig, type FilterChainConfig } from '../listener/config.ts';
+export { ListenerManager } from '../listener/manager.ts';
+export { connInfoOf, type ConnInfo } from '../listener/conn-info.ts';
