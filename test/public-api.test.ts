@@ -96,7 +96,9 @@ test('outside packages/proxy, only entry modules are imported', () => {
 
 test('nothing inside the proxy imports an entry module; core modules import no extension', () => {
   const bad: string[] = [];
-  const CORE = ['core', 'matchers', 'hbone', 'tls', 'policy', 'stats', 'sys'];
+  const CORE = ['core', 'matchers', 'hbone', 'tls', 'policy', 'stats', 'sys', 'listener'];
+  // Compiling Envoy's Listener proto looks filters up in the extension registry (the Envoy layer).
+  const ENVOY_LAYER = [join('listener', 'config.ts')];
   for (const file of walk(PROXY_SRC)) {
     const rel = relative(PROXY_SRC, file);
     if (rel.startsWith(`api${sep}`)) continue;
@@ -105,7 +107,7 @@ test('nothing inside the proxy imports an entry module; core modules import no e
       if (!spec.startsWith('.')) continue;
       const target = relative(PROXY_SRC, resolve(dirname(file), spec));
       if (target.startsWith(`api${sep}`)) bad.push(`${rel} imports the entry module ${target}`);
-      if (CORE.includes(area) && target.startsWith(`filters${sep}`)) bad.push(`core module ${rel} imports the extension ${target}`);
+      if (CORE.includes(area) && !ENVOY_LAYER.includes(rel) && target.startsWith(`filters${sep}`)) bad.push(`core module ${rel} imports the extension ${target}`);
     }
   }
   assert.deepEqual(bad, []);

@@ -4,6 +4,11 @@
  * chain's terminal; drain is a primitive every listener runs under. Re-exports only.
  */
 export { ActiveListener } from '../listener/active.ts';
-export { compileListener, type ListenerConfig, type FilterChainConfig } from '../listener/config.ts';
+export { compileListener, plainListener, type ListenerConfig, type FilterChainConfig, type PlainListenerOptions } from '../listener/config.ts';
+export {
+  registerNetworkTerminal, networkTerminal,
+  type NetworkTerminalExtension, type TerminalConfig, type LiveTerminal, type TerminalScope,
+} from '../listener/terminal.ts';
+export type { NetworkFilterConfig, LiveNetworkFilter, NetworkFilterScope, NetworkFilterExtension } from '../listener/network-filter.ts';
 export { ListenerManager } from '../listener/manager.ts';
 export { connInfoOf, type ConnInfo } from '../listener/conn-info.ts';
