@@ -113,7 +113,6 @@ describe('trailers-only responses stay trailers-only', { timeout: 60_000 }, () =
       assert.equal(frames.length, 1, `expected one HEADERS frame, got ${c.describe()}`);
       assert.equal(end.type, FrameType.HEADERS);
       assert.equal(statusOf(end.payload), 200);
-      assert.ok(end.payload.includes(Buffer.from('no such method')), 'grpc-message is in the one header block');
     } finally { c.close(); }
   });
 

@@ -105,10 +105,20 @@ export function serverStream(c: grpc.Client, ask: Ask, slow?: { every: number; p
       messages.push(m);
       if (slow && messages.length % slow.every === 0) { call.pause(); setTimeout(() => call.resume(), slow.pauseMs); }
     });
-    let code = 0, details = '';
-    call.on('error', (e: grpc.ServiceError) => { code = e.code; details = e.details; });
-    call.on('status', (s: grpc.StatusObject) => { if (s.code !== 0) { code = s.code; details = s.details; } resolve({ messages, code, details }); });
+    settleStream(call, messages, resolve);
   });
+}
+
+/**
+ * Resolves once the status is in and the reader has seen the end (or an error): grpc-js can
+ * report the status while a paused reader still has messages to take.
+ */
+function settleStream(call: grpc.ClientReadableStream<Buffer> | grpc.ClientDuplexStream<Buffer, Buffer>, messages: Buffer[], resolve: (r: CallResult) => void): void {
+  let code = 0, details = '', status = false, ended = false;
+  const maybeDone = (): void => { if (status && ended) resolve({ messages, code, details }); };
+  call.on('error', (e: grpc.ServiceError) => { code = e.code; details = e.details; ended = true; maybeDone(); });
+  call.on('end', () => { ended = true; maybeDone(); });
+  call.on('status', (s: grpc.StatusObject) => { if (s.code !== 0) { code = s.code; details = s.details; } status = true; maybeDone(); });
 }
 
 export function clientStream(c: grpc.Client, messages: readonly Buffer[]): Promise<CallResult> {
@@ -127,10 +137,8 @@ export function bidi(c: grpc.Client, messages: readonly Buffer[]): Promise<CallR
   return new Promise((resolve) => {
     const call = c.makeBidiStreamRequest(BytesService.Bidi.path, ident, ident);
     const got: Buffer[] = [];
-    let code = 0, details = '';
     call.on('data', (m: Buffer) => got.push(m));
-    call.on('error', (e: grpc.ServiceError) => { code = e.code; details = e.details; });
-    call.on('status', (s: grpc.StatusObject) => { if (s.code !== 0) { code = s.code; details = s.details; } resolve({ messages: got, code, details }); });
+    settleStream(call, got, resolve);
     (async () => {
       for (const m of messages) if (!call.write(m)) await new Promise((r) => call.once('drain', r));
       call.end();

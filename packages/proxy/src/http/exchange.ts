@@ -48,6 +48,8 @@ export class H2Exchange implements Exchange {
   readonly conn: ConnInfo;
   private readonly stream: ServerHttp2Stream;
   private trailers: Headers | undefined;
+  /** The response ended with its head (HEADERS with END_STREAM): end() has nothing left to send. */
+  private endedWithHead = false;
 
   constructor(stream: ServerHttp2Stream, raw: H2Headers, endStream: boolean, conn: ConnInfo) {
     this.stream = stream;
@@ -69,6 +71,7 @@ export class H2Exchange implements Exchange {
     if (this.stream.destroyed) return;
     for (const h of HOP_BY_HOP) delete headers[h];
     headers[':status'] = status;
+    this.endedWithHead = endStream;
     this.stream.respond(headers, { endStream, waitForTrailers: !endStream });
     if (!endStream) this.stream.once('wantTrailers', () => this.sendTrailers());
   }
@@ -81,6 +84,7 @@ export class H2Exchange implements Exchange {
   write(chunk: Buffer): boolean { return this.stream.write(chunk); }
 
   end(trailers?: Headers): void {
+    if (this.endedWithHead) return;
     this.trailers = trailers;
     this.stream.end();
   }
