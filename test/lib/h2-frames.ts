@@ -170,6 +170,21 @@ export class RawH2 {
     return this.write(frame(FrameType.HEADERS, flags, stream, block));
   }
 
+  continuation(stream: number, block: Buffer, endHeaders: boolean): boolean {
+    return this.write(frame(FrameType.CONTINUATION, endHeaders ? Flag.END_HEADERS : 0, stream, block));
+  }
+
+  /** A header block split over HEADERS and CONTINUATION frames of at most `maxFrame` bytes. */
+  headersSplit(stream: number, block: Buffer, endStream = true, maxFrame = 16384): void {
+    const parts: Buffer[] = [];
+    for (let off = 0; off < block.length; off += maxFrame) parts.push(block.subarray(off, off + maxFrame));
+    parts.forEach((p, i) => {
+      const last = i === parts.length - 1;
+      if (i === 0) this.headers(stream, p, { endStream, endHeaders: last });
+      else this.continuation(stream, p, last);
+    });
+  }
+
   data(stream: number, payload: Buffer, endStream = false): boolean {
     return this.write(frame(FrameType.DATA, endStream ? Flag.END_STREAM : 0, stream, payload));
   }
