@@ -127,7 +127,7 @@ export class RawH2 {
 
   static open(port: number, opts: { settings?: ReadonlyArray<readonly [number, number]>; ackSettings?: boolean; host?: string } = {}): Promise<RawH2> {
     return new Promise((resolve, reject) => {
-      const socket = connect(port, opts.host ?? '127.0.0.1');
+      const socket = connect({ port, host: opts.host ?? '127.0.0.1', noDelay: true });
       socket.once('error', reject);
       socket.once('connect', () => {
         socket.removeListener('error', reject);

@@ -121,7 +121,9 @@ export class HttpConnectionManager {
       if (this.draining) session.goaway(h2c.NGHTTP2_NO_ERROR);
     });
     server.on('stream', (stream: ServerHttp2Stream, headers: H2Headers, flags: number, rawHeaders: string[]) => this.onH2Stream(stream, headers, flags, rawHeaders));
-    server.on('sessionError', () => this.settings.stats.cxProtocolError.inc());
+    server.on('sessionError', (_err: Error, session: Http2Session) => {
+      if (!this.sessions.get(session)?.h2.calmedDown) this.settings.stats.cxProtocolError.inc();
+    });
     server.setTimeout(c.idleTimeoutMs);
     return server;
   }

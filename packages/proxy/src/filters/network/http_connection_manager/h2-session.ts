@@ -37,6 +37,9 @@ export interface H2SessionLimits {
 const PREMATURE_LIFETIME_MS = 1000;
 const PREMATURE_TOTAL_STREAMS = 500;
 
+/** Envoy's delayed_close_timeout default: how long a closing connection waits for the peer's own close. */
+const DELAYED_CLOSE_MS = 1000;
+
 const kStart = Symbol('skua.h2.start');
 const kOwner = Symbol('skua.h2.session');
 type TrackedStream = ServerHttp2Stream & { [kStart]?: number; [kOwner]?: DownstreamH2Session };
@@ -54,7 +57,8 @@ export class DownstreamH2Session {
   active = 0;
   private closedStreams = 0;
   private prematureResets = 0;
-  private remoteClosed = false;
+  /** Who ended the connection first: the peer (FIN, RST) or this proxy (guard, timeout, drain). */
+  private endedBy: 'remote' | 'local' | undefined;
   private calmed = false;
   /** Streams open when the connection's end was decided (their 'close' events come before the session's). */
   private activeAtEnd = -1;
@@ -66,9 +70,12 @@ export class DownstreamH2Session {
     this.limits = limits;
     // The listener's sockets allow half-open (tcp_proxy needs it) and node's session does not
     // watch for the peer's FIN: without this a client that just closes leaves the session open.
-    socket.once('end', () => { this.peerGone(); if (!session.destroyed) session.destroy(); });
-    socket.once('error', () => this.peerGone());
+    socket.once('end', () => { this.ended('remote'); if (!session.destroyed) session.destroy(); });
+    socket.once('error', () => this.ended('remote'));
+    session.once('error', () => this.ended('local'));
     session.once('close', () => this.closed());
+    delayCloseAfterFin(socket);
+    calmFloods(session);
   }
 
   /**
@@ -94,10 +101,10 @@ export class DownstreamH2Session {
     return true;
   }
 
-  private peerGone(): void {
-    if (this.remoteClosed) return;
-    this.remoteClosed = true;
-    if (this.activeAtEnd < 0) this.activeAtEnd = this.active;
+  private ended(by: 'remote' | 'local'): void {
+    if (this.endedBy) return;
+    this.endedBy = by;
+    this.activeAtEnd = this.active;
   }
 
   streamClosed(stream: TrackedStream): void {
@@ -105,7 +112,7 @@ export class DownstreamH2Session {
     this.codec.streamsActive.dec();
     if (wasLocalReset(stream)) { this.codec.txReset.inc(); return; }
     // Streams torn down with their connection are not resets the client sent.
-    if (this.session.destroyed || this.remoteClosed) return;
+    if (this.session.destroyed || this.endedBy) return;
     if (stream.rstCode !== undefined && stream.rstCode !== h2c.NGHTTP2_NO_ERROR) {
       this.codec.rxReset.inc();
       this.stats.rqRxReset.inc();
@@ -120,18 +127,22 @@ export class DownstreamH2Session {
     const premature2 = this.prematureResets * 2;
     if (this.closedStreams < PREMATURE_TOTAL_STREAMS ? premature2 < PREMATURE_TOTAL_STREAMS : premature2 < this.closedStreams) return;
     this.calmed = true;
-    this.activeAtEnd = this.active;
+    this.ended('local');
     this.stats.rqTooManyPrematureResets.inc();
     this.codec.goawaySent.inc();
-    // GOAWAY(ENHANCE_YOUR_CALM) flushed, then the connection closes.
-    this.session.destroy(undefined, h2c.NGHTTP2_ENHANCE_YOUR_CALM);
+    // GOAWAY(ENHANCE_YOUR_CALM), then the connection closes. An error must go with the code:
+    // destroy(undefined, code) hits the parameter's default (NO_ERROR), which then wins.
+    this.session.destroy(new Error('too many premature stream resets'), h2c.NGHTTP2_ENHANCE_YOUR_CALM);
   }
+
+  /** Whether this connection was closed by the rapid-reset guard (its session error is ours, not a protocol error). */
+  get calmedDown(): boolean { return this.calmed; }
 
   private closed(): void {
     const s = this.stats;
     const active = (this.activeAtEnd >= 0 ? this.activeAtEnd : this.active) > 0;
     s.cxDestroy.inc();
-    if (this.remoteClosed) {
+    if (this.endedBy === 'remote') {
       s.cxDestroyRemote.inc();
       if (active) { s.cxDestroyActiveRq.inc(); s.cxDestroyRemoteActiveRq.inc(); }
     } else {
@@ -140,6 +151,51 @@ export class DownstreamH2Session {
     }
   }
 }
+
+/** nghttp2's flood guards: too many queued control-frame answers (PING/SETTINGS ACKs), endless CONTINUATION. */
+const NGHTTP2_ERR_FLOODED = -904;
+const NGHTTP2_ERR_TOO_MANY_CONTINUATIONS = -905;
+
+/**
+ * When nghttp2's flood guards end a session, node sends GOAWAY(INTERNAL_ERROR). Abuse gets
+ * ENHANCE_YOUR_CALM (RFC 9113 §7), as from the rapid-reset guard: node's internal error path
+ * calls the session's destroy(error) without a code, which this fills in.
+ */
+function calmFloods(session: Http2Session): void {
+  const destroy = session.destroy;
+  session.destroy = function calmDestroy(this: Http2Session, err?: Error, code?: number): void {
+    const errno = (err as { errno?: number } | undefined)?.errno;
+    if (code === undefined && (errno === NGHTTP2_ERR_FLOODED || errno === NGHTTP2_ERR_TOO_MANY_CONTINUATIONS)) code = h2c.NGHTTP2_ENHANCE_YOUR_CALM;
+    destroy.call(this, err, code);
+  };
+}
+
+const kLingering = Symbol('skua.h2.lingering');
+
+/**
+ * node's session teardown writes the final GOAWAY, ends the socket and destroys it at once. A
+ * close with unread input (a client still flooding) makes the kernel send RST, and the client can
+ * lose the GOAWAY before reading it. So a destroy after our FIN waits for the client's own close,
+ * reading and dropping what it still sends, at most DELAYED_CLOSE_MS (Envoy's delayed close).
+ * Other destroys (socket errors, shutdown) stay immediate.
+ */
+function delayCloseAfterFin(socket: Socket): void {
+  const destroyNow = socket.destroy;
+  socket.destroy = function delayedDestroy(this: Socket & { [kLingering]?: boolean }, err?: Error): Socket {
+    if (!this.writableEnded || this.readableEnded || this.destroyed) return destroyNow.call(this, err);
+    if (this[kLingering]) return this;
+    this[kLingering] = true;
+    const t = setTimeout(() => destroyNow.call(this), DELAYED_CLOSE_MS);
+    t.unref();
+    this.once('close', () => clearTimeout(t));
+    this.once('end', () => destroyNow.call(this));
+    this.on('data', dropInput);
+    this.resume();
+    return this;
+  } as Socket['destroy'];
+}
+
+function dropInput(): void { /* a closing connection's late input */ }
 
 function onStreamClose(this: TrackedStream): void {
   this[kOwner]?.streamClosed(this);
