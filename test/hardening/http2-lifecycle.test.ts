@@ -5,6 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
+import { connect } from 'node:net';
 import { cleanup, startProxy, type RunningProxy } from '../lib/proxy.ts';
 import { bootstrap, chain, cluster, hcm, listener, routeTo, vhost } from '../lib/config.ts';
 import { run, sleep } from '../lib/client.ts';
@@ -32,10 +33,10 @@ describe('HTTP/2 client gone without GOAWAY', { timeout: 120_000 }, () => {
 
   before(async () => {
     backend = await startH2Backend();
-    proxy = await startProxy((p) => bootstrap(
-      [listener(p('h2'), [chain(hcm([vhost([routeTo('up', '/', { timeout: '0s' })])], { statPrefix: 'h2' }))])],
-      [cluster('up', [backend.port], { http2: true })],
-    ), { ports: ['h2'] });
+    proxy = await startProxy((p) => bootstrap([
+      listener(p('h2'), [chain(hcm([vhost([routeTo('up', '/', { timeout: '0s' })])], { statPrefix: 'h2' }))]),
+      listener(p('h2only'), [chain(hcm([vhost([routeTo('up', '/', { timeout: '0s' })])], { statPrefix: 'h2only', codec: 'HTTP2' }))]),
+    ], [cluster('up', [backend.port], { http2: true })]), { ports: ['h2', 'h2only'] });
   });
   after(() => cleanup(() => proxy?.stop(), () => backend?.close()));
 
@@ -79,6 +80,21 @@ describe('HTTP/2 client gone without GOAWAY', { timeout: 120_000 }, () => {
     await until('downstream_cx_active back to 0', async () => (await stat('downstream_cx_active')) === 0);
     assert.equal(await closeWaitCount(proxy.ports.h2), 0);
     assert.ok((await stat('downstream_cx_destroy_remote')) >= remote0 + 50);
+  });
+
+  test('codec HTTP2: clients that close before (or in the middle of) the preface leave nothing open', async () => {
+    for (const sent of [Buffer.alloc(0), Buffer.from('PRI * HTTP/2.0\r\n'), Buffer.from('GET / HTTP/1.1\r\n\r\n')]) {
+      const s = connect(proxy.ports.h2only, '127.0.0.1');
+      await new Promise((r) => s.once('connect', r));
+      s.on('error', () => { /* reset by the proxy */ });
+      s.resume(); // read what the proxy says (SETTINGS, GOAWAY), or 'close' never comes
+      s.end(sent);
+      const closed = await Promise.race([new Promise((r) => s.once('close', () => r(true))), sleep(3000).then(() => false)]);
+      s.destroy();
+      assert.ok(closed, `the proxy kept the connection open after ${JSON.stringify(sent.toString())} + FIN`);
+    }
+    await until('http.h2only.downstream_cx_active back to 0', async () => ((await proxy.stat('http.h2only.downstream_cx_active')) ?? 0) === 0, 3000);
+    assert.equal(await closeWaitCount(proxy.ports.h2only), 0);
   });
 
   test('a client that resets its TCP connection mid-request: cleaned up, upstream cancelled', async () => {

@@ -70,7 +70,10 @@ export class DownstreamH2Session {
     this.limits = limits;
     // The listener's sockets allow half-open (tcp_proxy needs it) and node's session does not
     // watch for the peer's FIN: without this a client that just closes leaves the session open.
-    socket.once('end', () => { this.ended('remote'); if (!session.destroyed) session.destroy(); });
+    const peerClosed = (): void => { this.ended('remote'); if (!session.destroyed) session.destroy(); };
+    // A client can close before the codec was chosen (the sniffing peek saw the FIN first).
+    if (socket.readableEnded) process.nextTick(peerClosed);
+    else socket.once('end', peerClosed);
     socket.once('error', () => this.ended('remote'));
     session.once('error', () => this.ended('local'));
     session.once('close', () => this.closed());
