@@ -69,8 +69,8 @@ export class H2Pool implements CallOwner {
   /** Opens a connection when the queued calls outnumber the slots of connections still connecting. */
   private maybeOpen(): void {
     if (this.closed) return;
-    let waiting = 0;
-    for (const q of this.queue) if (!q.aborted) waiting++;
+    // Cancelled calls leave the queue lazily; counting them at worst opens a connection early.
+    const waiting = this.queue.length;
     if (waiting === 0) return;
     let coming = 0;
     for (const c of this.conns) if (!c.connected && !c.dead) coming += Math.min(this.opts.maxConcurrentStreams, ASSUMED_STREAMS);
