@@ -91,6 +91,10 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
   };
   // Only the main thread talks to the control plane; workers apply the same updates.
   server.onXdsUpdate = (update) => { for (const w of workers) w.postMessage({ xds: update }); };
+  server.drainWorkers = (ms) => Promise.all(workers.map((w) => new Promise<void>((resolve) => {
+    w.once('exit', () => resolve());
+    w.postMessage({ drain: ms });
+  }))).then(() => undefined);
   await server.start();
 }
 
@@ -100,10 +104,14 @@ async function runWorker(): Promise<void> {
   try {
     for (const [name, raw] of data.secrets) secrets.update(name, raw);
     const bootstrap = compileBootstrap(loadBootstrapSource(data.configPath || undefined, data.configYaml || undefined));
-    const server = new ProxyServer(bootstrap, { concurrency: 1, drainTimeS: 0, configPath: data.configPath, configYaml: data.configYaml, logLevel: data.logLevel, reusePort: true, admin: false, xdsFollower: true });
+    const server = new ProxyServer(bootstrap, { concurrency: 1, drainTimeS: 0, drainStrategy: 'gradual', configPath: data.configPath, configYaml: data.configYaml, logLevel: data.logLevel, reusePort: true, admin: false, xdsFollower: true });
     await server.start();
-    parentPort!.on('message', (m: string | { xds: XdsUpdate } | { secret: string; raw: Record<string, unknown> | null }) => {
+    parentPort!.on('message', (m: string | { xds: XdsUpdate } | { secret: string; raw: Record<string, unknown> | null } | { drain: number }) => {
       if (m === 'stats') parentPort!.postMessage({ stats: snapshot(server.stats) });
+      else if (typeof m === 'object' && 'drain' in m) {
+        // The main thread's drain settings; this thread's own connections decide when it is done.
+        void server.drainAndExit(m.drain);
+      }
       else if (typeof m === 'object' && 'xds' in m) server.dynamic?.apply(m.xds);
       else if (typeof m === 'object' && 'secret' in m) {
         try {

@@ -23,6 +23,8 @@ export class HcmStats {
   readonly cxDestroyLocalActiveRq: Counter;
   readonly rqRxReset: Counter;
   readonly rqTooManyPrematureResets: Counter;
+  /** Requests answered 503 by the overload action stop_accepting_requests. */
+  readonly rqOverloadClose: Counter;
 
   constructor(store: StatsStore, statPrefix: string) {
     const p = store.scope('http', 'envoy_http_conn_manager_prefix', statPrefix);
@@ -47,5 +49,6 @@ export class HcmStats {
     this.cxDestroyLocalActiveRq = p.counter('downstream_cx_destroy_local_active_rq');
     this.rqRxReset = p.counter('downstream_rq_rx_reset');
     this.rqTooManyPrematureResets = p.counter('downstream_rq_too_many_premature_resets');
+    this.rqOverloadClose = p.counter('downstream_rq_overload_close');
   }
 }

@@ -262,6 +262,7 @@ export class Cluster {
       connect: host.internal ? () => connectInternalHost(this, host, undefined) : undefined,
       address: host.address,
       port: host.port,
+      localAddress: cfg.sourceAddress,
       tls: host.tls,
       alpnOverride,
       sslStats: stats.ssl,

@@ -185,7 +185,7 @@ class H2Connection implements StreamSlot {
     this.limit = Math.min(o.maxConcurrentStreams, ASSUMED_STREAMS);
     const createConnection = (): Socket => (o.connect ? o.connect() : o.tls
       ? connectUpstreamTls(o.tls, o.address, o.port, ['h2'], o.sslStats, o.alpnOverride)
-      : netConnect({ host: o.address, port: o.port, noDelay: true }));
+      : netConnect({ host: o.address, port: o.port, localAddress: o.localAddress, noDelay: true }));
     const session = h2connect(`${this.scheme}://${o.address.includes(':') ? `[${o.address}]` : o.address}:${o.port}`, {
       createConnection,
       maxSessionMemory: 64,

@@ -35,10 +35,12 @@ export interface ErrorState {
   readonly time: number;
 }
 
-/** Hooks for resource types owned elsewhere (SDS secrets, ECDS extension configs). */
+/** Hooks for resource types owned elsewhere (SDS secrets, ECDS extension configs, NDS). */
 export interface ExtraTypeSink {
   apply(name: string, json: Json, version: string): void;
   remove(name: string): void;
+  /** Subscribe to the type as a wildcard (NDS); otherwise the names listeners/clusters refer to. */
+  readonly wildcard?: boolean;
 }
 
 const NO_NAMES: ReadonlySet<string> = new Set();
@@ -58,6 +60,8 @@ export class DynamicConfig implements XdsHandler {
   private readonly adsSecrets = new Map<string, readonly string[]>();
   readonly secrets = new Map<string, TrackedResource>();
   readonly extensions = new Map<string, TrackedResource>();
+  /** Resources of sink-only types (NDS), by type. */
+  readonly others = new Map<string, Map<string, TrackedResource>>();
   readonly errors = new Map<string, Map<string, ErrorState>>();
   private readonly clusters: ClusterManager;
   private readonly listeners: ListenerManager;
@@ -112,7 +116,7 @@ export class DynamicConfig implements XdsHandler {
         for (const list of (typeUrl === TYPE_URL.secret ? this.adsSecrets : this.listenerExtensions).values()) for (const n of list) names.add(n);
         return { wildcard: false, names };
       }
-      default: return { wildcard: false, names: NO_NAMES };
+      default: return { wildcard: this.sinks.get(typeUrl)?.wildcard === true, names: NO_NAMES };
     }
   }
 
@@ -127,7 +131,12 @@ export class DynamicConfig implements XdsHandler {
       case TYPE_URL.route: this.applyRoutes(u, rejections); break;
       case TYPE_URL.secret: this.applyExtra(u, this.secrets, rejections); break;
       case TYPE_URL.extension: this.applyExtensions(u, rejections); break;
-      default: for (const r of u.resources) rejections.push({ name: r.name, message: `unsupported resource type ${u.typeUrl}` });
+      default: {
+        if (!this.sinks.has(u.typeUrl)) { for (const r of u.resources) rejections.push({ name: r.name, message: `unsupported resource type ${u.typeUrl}` }); break; }
+        let into = this.others.get(u.typeUrl);
+        if (!into) { into = new Map(); this.others.set(u.typeUrl, into); }
+        this.applyExtra(u, into, rejections);
+      }
     }
     this.finishInit(false);
     return rejections;
