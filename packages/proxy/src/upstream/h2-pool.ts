@@ -68,7 +68,8 @@ export class H2Pool implements CallOwner {
 
   /** Opens a connection when the queued calls outnumber the slots of connections still connecting. */
   private maybeOpen(): void {
-    if (this.closed) return;
+    // Even a closed pool (its host just left the cluster) serves a call that raced in; the
+    // connection it opens shuts down with its last stream.
     // Cancelled calls leave the queue lazily; counting them at worst opens a connection early.
     const waiting = this.queue.length;
     if (waiting === 0) return;
@@ -136,7 +137,11 @@ export class H2Pool implements CallOwner {
     const i = this.conns.indexOf(conn);
     if (i >= 0) this.conns.splice(i, 1);
     this.opts.breakers.connections.dec();
-    if (!conn.connected && this.conns.length === 0) {
+    if (!conn.connected) {
+      // A failed connect is not retried at once: the queue waits for the other connections (free
+      // slots, or their own connects), or fails with the last one (Envoy: pending requests fail
+      // with their connection).
+      if (this.conns.length > 0) return;
       const failed = this.queue.splice(0);
       for (const call of failed) {
         if (call.aborted) continue;
