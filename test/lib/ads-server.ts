@@ -22,15 +22,19 @@ export interface TestAds {
   readonly streams: AdsStream[];
   /** Replaces the resources of a type and pushes them to every stream subscribed to it. */
   set(typeUrl: string, resources: readonly Json[]): void;
+  /** The same with resources already encoded (bytes encode.ts would refuse: a newer or a broken control plane). */
+  setEncoded(typeUrl: string, resources: readonly EncodedResource[]): void;
   /** Polls `probe` (sync or async) until it gives a value. */
   waitFor<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs?: number): Promise<T>;
   close(): void;
 }
 
+export interface EncodedResource { readonly name: string; readonly resource: { readonly type_url: string; readonly value: Uint8Array } }
+
 const identity = (b: Buffer): Buffer => b;
 
 export async function startTestAds(opts: { host?: string; tls?: { cert: string; key: string } } = {}): Promise<TestAds> {
-  const state = new Map<string, readonly Json[]>();
+  const state = new Map<string, readonly EncodedResource[]>();
   const streams: AdsStream[] = [];
   const calls = new Map<AdsStream, ServerDuplexStream<Buffer, Buffer>>();
   let nonce = 0;
@@ -39,7 +43,7 @@ export async function startTestAds(opts: { host?: string; tls?: { cert: string; 
   const respond = (stream: AdsStream, typeUrl: string): void => {
     const call = calls.get(stream);
     if (!call || !stream.open) return;
-    const resources = (state.get(typeUrl) ?? []).map((json) => ({ name: String(json.name), version: `v${version}`, resource: encodeResource(json) }));
+    const resources = (state.get(typeUrl) ?? []).map((r) => ({ ...r, version: `v${version}` }));
     call.write(encodeDeltaResponse({ system_version_info: `v${version}`, type_url: typeUrl, nonce: String(++nonce), removed_resources: [], resources }));
   };
 
@@ -63,6 +67,12 @@ export async function startTestAds(opts: { host?: string; tls?: { cert: string; 
     call.on('cancelled', done);
   };
 
+  const setEncoded = (typeUrl: string, resources: readonly EncodedResource[]): void => {
+    version++;
+    state.set(typeUrl, resources);
+    for (const s of streams) if (s.open && s.subscribed.has(typeUrl)) respond(s, typeUrl);
+  };
+
   const server = new Server();
   server.addService({
     DeltaAggregatedResources: {
@@ -81,10 +91,9 @@ export async function startTestAds(opts: { host?: string; tls?: { cert: string; 
     port,
     streams,
     set(typeUrl, resources) {
-      version++;
-      state.set(typeUrl, resources);
-      for (const s of streams) if (s.open && s.subscribed.has(typeUrl)) respond(s, typeUrl);
+      setEncoded(typeUrl, resources.map((json) => ({ name: String(json.name), resource: encodeResource(json) })));
     },
+    setEncoded,
     async waitFor(probe, what, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
