@@ -79,7 +79,7 @@ export function screenResponse(
       }
     }
   }
-  if (opts.delta) duplicatesInDelta(decoded.map((d) => d.name), removedNames, lines);
+  if (opts.delta) duplicatesInDelta(decoded.map((d) => d.name), removedNames, lines, named);
   if (lines.length > 0) return { resources: [], refused: [], removed: [], fatal: { lines, named } };
 
   const resources: XdsResource[] = [];
@@ -107,14 +107,15 @@ function countNames(names: readonly string[]): Map<string, number> {
   return m;
 }
 
-function duplicatesInDelta(added: readonly string[], removed: readonly string[], out: XdsRejection[]): void {
+function duplicatesInDelta(added: readonly string[], removed: readonly string[], lines: XdsRejection[], named: XdsRejection[]): void {
   const names = new Set<string>();
+  const refuse = (name: string, message: string): void => { lines.push({ name, message }); named.push({ name, message }); };
   for (const n of added) {
-    if (names.has(n)) out.push({ name: n, message: `duplicate name ${n} found among added/updated resources` });
+    if (names.has(n)) refuse(n, `duplicate name ${n} found among added/updated resources`);
     names.add(n);
   }
   for (const n of removed) {
-    if (names.has(n)) out.push({ name: n, message: `duplicate name ${n} found in the union of added+removed resources` });
+    if (names.has(n)) refuse(n, `duplicate name ${n} found in the union of added+removed resources`);
     names.add(n);
   }
 }
