@@ -10,7 +10,8 @@ import { T } from './config.ts';
 
 export { TYPE_URL };
 
-const ADS = { ads: {}, resource_api_version: 'V3' };
+/** A fresh ADS config source (callers may set initial_fetch_timeout on it). */
+const ads = (): Json => ({ ads: {}, resource_api_version: 'V3' });
 
 export function staticCluster(name: string, port: number): Json {
   return {
@@ -20,7 +21,7 @@ export function staticCluster(name: string, port: number): Json {
 }
 
 export function edsCluster(name: string): Json {
-  return { '@type': TYPE_URL.cluster, name, type: 'EDS', connect_timeout: '1s', eds_cluster_config: { eds_config: ADS } };
+  return { '@type': TYPE_URL.cluster, name, type: 'EDS', connect_timeout: '1s', eds_cluster_config: { eds_config: ads() } };
 }
 
 export function cla(name: string, ports: readonly number[]): Json {
@@ -45,7 +46,7 @@ export function httpListener(name: string, port: number, opts: ListenerOpts = {}
     response_headers_to_add: [{ header: { key: 'x-listener', value: name } }],
   }];
   const routes = opts.rds
-    ? { rds: { route_config_name: opts.rds, config_source: { ...ADS, ...(opts.rdsFetchTimeout ? { initial_fetch_timeout: opts.rdsFetchTimeout } : {}) } } }
+    ? { rds: { route_config_name: opts.rds, config_source: { ...ads(), ...(opts.rdsFetchTimeout ? { initial_fetch_timeout: opts.rdsFetchTimeout } : {}) } } }
     : { route_config: { name: `${name}-routes`, virtual_hosts: vhosts } };
   const hcm = {
     name: 'envoy.filters.network.http_connection_manager',

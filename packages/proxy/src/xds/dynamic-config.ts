@@ -96,10 +96,12 @@ export class DynamicConfig implements XdsHandler {
     const slash = key.indexOf('/');
     const kind = slash < 0 ? key : key.slice(0, slash);
     const name = key.slice(slash + 1);
-    if (kind === 'cds') { this.sawCds = true; this.counters?.('cluster_manager.cds.init_fetch_timeout'); }
-    else if (kind === 'lds') { this.sawLds = true; this.counters?.('listener_manager.lds.init_fetch_timeout'); }
+    // Counted where the timer ran (the main thread), not again on each worker that hears of it.
+    const count = this.fetchTimers.enabled ? this.counters : undefined;
+    if (kind === 'cds') { this.sawCds = true; count?.('cluster_manager.cds.init_fetch_timeout'); }
+    else if (kind === 'lds') { this.sawLds = true; count?.('listener_manager.lds.init_fetch_timeout'); }
     else if (kind === 'eds') this.edsFetchTimedOut(name);
-    else if (kind === 'rds') void this.lds.promote();
+    else if (kind === 'rds') this.lds.routeFetchTimedOut(name, count);
     this.finishInit();
     this.onFetchTimeout?.(key);
     this.interestChanged?.();
