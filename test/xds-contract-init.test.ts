@@ -9,8 +9,8 @@ import { startTestAds, type TestAds } from './lib/ads-server.ts';
 import { adsBootstrap } from './lib/controlplane.ts';
 import { cleanup, freePort, startProxy, type Json, type RunningProxy } from './lib/proxy.ts';
 import { startHttpBackend, type Backend } from './lib/backends.ts';
-import { request, run, sleep } from './lib/client.ts';
-import { TYPE_URL, cla, edsCluster, httpListener, routeConfig, servedBy, staticCluster } from './lib/xds-resources.ts';
+import { request, sleep } from './lib/client.ts';
+import { TYPE_URL, cla, edsCluster, eventually, listeningSockets, httpListener, routeConfig, servedBy, staticCluster } from './lib/xds-resources.ts';
 
 function bootstrap(adsPort: number, delta: boolean, ldsCdsTimeout: string): Json {
   const b = adsBootstrap(adsPort, delta);
@@ -25,13 +25,6 @@ async function readyState(adminPort: number): Promise<string> {
   return `${r.status} ${r.text.trim()}`;
 }
 
-async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 for (const delta of [false, true]) {
   const mode = delta ? 'Delta' : 'SotW';
@@ -88,7 +81,7 @@ for (const delta of [false, true]) {
       assert.equal(r.status, 404, 'no route yet: 404 NR');
       assert.equal(await proxy.stat('http.http.rds.r2.init_fetch_timeout'), 1);
       if (workers === 2) {
-        await eventually('every worker listening', async () => (await run('ss', ['-Hltn', `sport = :${port}`])).stdout.trim().split('\n').length === 2);
+        await eventually('every worker listening', async () => (await listeningSockets(port)) === 2);
       }
       ads.release(TYPE_URL.route);
       await eventually('the route applied', async () => (await request(`http://127.0.0.1:${port}/r`)).headers['x-route'] === 'r2');

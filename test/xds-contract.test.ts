@@ -14,11 +14,11 @@ import { startTestAds, type AdsStream, type TestAds } from './lib/ads-server.ts'
 import { adsBootstrap } from './lib/controlplane.ts';
 import { cleanup, freePort, startProxy, type Json, type RunningProxy } from './lib/proxy.ts';
 import { makeCert, startHttpBackend, type Backend, type TestCert } from './lib/backends.ts';
-import { request, run } from './lib/client.ts';
+import { request } from './lib/client.ts';
 import { T } from './lib/config.ts';
 import {
   TYPE_URL, UNDECODABLE_CLUSTER, activeCluster, any, cla, dumpEntries, dynamicListener, edsCluster, errorDetails,
-  httpListener, listenerWithUnknownFilter, servedBy, staticCluster,
+  httpListener, listenerWithUnknownFilter, listeningSockets, servedBy, staticCluster,
 } from './lib/xds-resources.ts';
 
 const SDS_GRPC = { api_config_source: { api_type: 'GRPC', grpc_services: [{ envoy_grpc: { cluster_name: 'sds-grpc' } }] }, resource_api_version: 'V3' };
@@ -80,7 +80,7 @@ for (const [delta, workers] of [[false, 1], [true, 1], [false, 2]] as const) {
       }
       assert.equal(a.requests.length, n + count, `${what}: every request reached the backend`);
       // SO_REUSEPORT hands a closed socket's share to the others: count the sockets too.
-      if (workers > 1) assert.equal((await run('ss', ['-Hltn', `sport = :${port}`])).stdout.trim().split('\n').length, workers, `${what}: every worker listening`);
+      if (workers > 1) assert.equal(await listeningSockets(port), workers, `${what}: every worker listening`);
     };
 
     before(async () => {

@@ -4,7 +4,7 @@
 import { TYPE_URL, type AnyBytes } from '../../packages/proxy/src/xds/discovery.ts';
 import { encodeResource, toPlainMessage } from '../../packages/proxy/src/xds/encode.ts';
 import { typeForUrl } from '../../packages/proxy/src/xds/protos.ts';
-import { request } from './client.ts';
+import { request, run, sleep } from './client.ts';
 import type { Json, RunningProxy } from './proxy.ts';
 import { T } from './config.ts';
 
@@ -123,4 +123,19 @@ export function errorDetails(entry: Json | undefined): string | undefined {
 export function activePort(entry: Json | undefined): number | undefined {
   const l = (entry?.active_state as Json | undefined)?.listener as Json | undefined;
   return ((l?.address as Json | undefined)?.socket_address as Json | undefined)?.port_value as number | undefined;
+}
+
+/** Polls `check` (a throw counts as false) until it holds. */
+export async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** Listening sockets on a port (one per worker with SO_REUSEPORT). */
+export async function listeningSockets(port: number): Promise<number> {
+  const out = (await run('ss', ['-Hltn', `sport = :${port}`])).stdout.trim();
+  return out === '' ? 0 : out.split('\n').length;
 }

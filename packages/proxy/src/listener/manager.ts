@@ -18,8 +18,9 @@ export class ListenerManager {
   private readonly reusePort: boolean;
   /** Sockets are bound only once the server starts (Envoy's init manager), then on every add. */
   private started = false;
-  /** Per name, the latest addOrUpdate: an older one that finishes binding later must not win. */
+  /** Per name, the latest addOrUpdate (unique across names): an older one that finishes binding later must not win. */
   private readonly generation = new Map<string, number>();
+  private lastGeneration = 0;
 
   constructor(clusters: ClusterManager, store: StatsStore, reusePort: boolean) {
     this.clusters = clusters;
@@ -49,7 +50,7 @@ export class ListenerManager {
    * ...") and the old listener, if any, keeps serving.
    */
   async addOrUpdate(config: ListenerConfig): Promise<void> {
-    const gen = (this.generation.get(config.name) ?? 0) + 1;
+    const gen = ++this.lastGeneration;
     this.generation.set(config.name, gen);
     const old = this.byName.get(config.name);
     if (old && sameAddress(old.config, config)) {
@@ -84,7 +85,7 @@ export class ListenerManager {
   }
 
   remove(name: string): void {
-    this.generation.set(name, (this.generation.get(name) ?? 0) + 1);
+    this.generation.delete(name);
     const l = this.byName.get(name);
     if (l) this.removeListener(l);
     this.publish();
