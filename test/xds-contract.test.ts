@@ -208,6 +208,22 @@ for (const [delta, workers] of [[false, 1], [true, 1], [false, 2]] as const) {
       }
     });
 
+    test('a flood of responses is applied in order, each answered, the last one standing', async () => {
+      await baseline();
+      const nonces: string[] = [];
+      for (let i = 0; i < 200; i++) {
+        const target = i % 2 === 0 ? b.port : a.port;
+        const jsons = [staticCluster('backend', target), edsCluster('eds-backend')];
+        nonces.push(delta
+          ? stream.sendDelta({ type_url: TYPE_URL.cluster, resources: jsons.map((j) => ({ name: String(j.name), version: String(i), resource: any(j) })) })
+          : stream.sendSotw({ type_url: TYPE_URL.cluster, version_info: String(i), resources: jsons.map(any) }));
+      }
+      const last = await stream.reply(nonces[nonces.length - 1], 30_000);
+      assert.equal(last.error_detail, undefined);
+      assert.equal(nonces.filter((n) => stream.requests.some((r) => r.response_nonce === n)).length, 200, 'every response answered');
+      await assertServes('after-flood');
+    });
+
     test('defect 6: bytes that are not a DiscoveryResponse reset the stream; the client reconnects and keeps serving', async () => {
       await baseline();
       const old = stream;
