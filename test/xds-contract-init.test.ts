@@ -44,15 +44,15 @@ for (const delta of [false, true]) {
       ads.hold(TYPE_URL.listener);
       ads.hold(TYPE_URL.route);
       let adminPort = 0;
-      starting = startProxy((ports) => { adminPort = ports('admin'); return bootstrap(ads!.port, delta, '3s'); }, { readyTimeoutMs: 20_000 });
+      starting = startProxy((ports) => { adminPort = ports('admin'); return bootstrap(ads!.port, delta, '4s'); }, { readyTimeoutMs: 20_000 });
       const stream = await ads.stream();
       await ads.waitFor(() => stream.subscribed.has(TYPE_URL.listener), 'LDS asked for');
       const ldsAsked = Date.now();
-      await sleep(1000);
+      await sleep(500);
       ads.release(TYPE_URL.listener);
       await ads.waitFor(() => stream.subscribed.has(TYPE_URL.route), 'RDS asked for');
-      await sleep(ldsAsked + 3500 - Date.now());
-      // Past 3 s since ADS started, but LDS answered in time and RDS has its own (15 s) timer.
+      await sleep(ldsAsked + 4500 - Date.now());
+      // Past 4 s since ADS started, but LDS answered in time and RDS has its own (15 s) timer.
       assert.equal(await readyState(adminPort), '503 INITIALIZING', 'not LIVE while the routes are still coming');
       assert.equal(await servedBy(port), 'ECONNREFUSED', 'the warming listener is not bound');
       ads.release(TYPE_URL.route);
@@ -61,8 +61,7 @@ for (const delta of [false, true]) {
       const r = await request(`http://127.0.0.1:${port}/first`);
       assert.equal(r.status, 200);
       assert.equal(r.headers['x-route'], 'r1');
-      assert.equal(await proxy.stat('listener_manager.lds.init_fetch_timeout'), undefined);
-      assert.equal(await proxy.stat('cluster_manager.cds.init_fetch_timeout'), undefined);
+      assert.equal(await proxy.stat('listener_manager.lds.init_fetch_timeout'), undefined, 'LDS came in time');
     });
 
     test('a route that never comes: its own timeout lets the listener serve 404 NR; the route applies when it arrives', async () => {
