@@ -44,15 +44,16 @@ for (const delta of [false, true]) {
       ads.hold(TYPE_URL.listener);
       ads.hold(TYPE_URL.route);
       let adminPort = 0;
-      starting = startProxy((ports) => { adminPort = ports('admin'); return bootstrap(ads!.port, delta, '4s'); }, { readyTimeoutMs: 20_000 });
+      starting = startProxy((ports) => { adminPort = ports('admin'); return bootstrap(ads!.port, delta, '6s'); }, { readyTimeoutMs: 20_000 });
       const stream = await ads.stream();
       await ads.waitFor(() => stream.subscribed.has(TYPE_URL.listener), 'LDS asked for');
       const ldsAsked = Date.now();
-      await sleep(500);
+      await sleep(300);
       ads.release(TYPE_URL.listener);
       await ads.waitFor(() => stream.subscribed.has(TYPE_URL.route), 'RDS asked for');
-      await sleep(ldsAsked + 4500 - Date.now());
-      // Past 4 s since ADS started, but LDS answered in time and RDS has its own (15 s) timer.
+      // Past 6 s since ADS started, but LDS answered in time and RDS has its own (15 s) timer. (The
+      // margins are wide: a loaded machine may take seconds to apply a response.)
+      await sleep(ldsAsked + 6500 - Date.now());
       assert.equal(await readyState(adminPort), '503 INITIALIZING', 'not LIVE while the routes are still coming');
       assert.equal(await servedBy(port), 'ECONNREFUSED', 'the warming listener is not bound');
       ads.release(TYPE_URL.route);
