@@ -5,10 +5,15 @@ import { ProxyServer, VERSION } from './server.ts';
 import { startWorkers } from './workers.ts';
 import { runPilotProxy, runPilotWait } from './agent/run-agent.ts';
 
-/** skua-proxy: pilot-agent's `proxy` / `wait` commands, or Envoy's command line over a bootstrap. */
+/** skua-proxy: pilot-agent's `proxy` / `wait` commands, istio-init's `istio-iptables`, or Envoy's command line over a bootstrap. */
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'proxy') return runPilotProxy(argv.slice(1));
   if (argv[0] === 'wait') return runPilotWait(argv.slice(1));
+  if (argv[0] === 'istio-iptables' || argv[0] === 'istio-clean-iptables') {
+    const { runIstioIptables } = await import('./agent/iptables/command.ts');
+    const io = { env: process.env, out: (s: string) => process.stdout.write(s), err: (s: string) => process.stderr.write(s) };
+    return runIstioIptables(argv.slice(1), io, argv[0] === 'istio-clean-iptables');
+  }
   if (argv.includes('--version')) { process.stdout.write(`skua-proxy version: ${VERSION}\n`); return 0; }
   let args;
   try {

@@ -3,7 +3,7 @@ import type { BootstrapConfig } from './config/bootstrap.ts';
 import { StatsStore } from './stats/store.ts';
 import { ClusterManager } from './upstream/manager.ts';
 import { ListenerManager } from './listener/manager.ts';
-import { DynamicConfig } from './xds/dynamic-config.ts';
+import { DynamicConfig, type ExtraTypeSink } from './xds/dynamic-config.ts';
 import { AdsClient } from './xds/ads-client.ts';
 import { adsTransport } from './xds/bootstrap-ads.ts';
 import { Msg } from './config/fields.ts';
@@ -29,6 +29,8 @@ export interface ServerOptions {
   readonly xdsFollower?: boolean;
   /** Extra gRPC metadata for the xDS stream (the Istio agent's bearer token and ClusterID). */
   readonly xdsHeaders?: () => Record<string, string>;
+  /** Extra xDS types the agent consumes itself (NDS for the DNS proxy), by type URL. */
+  readonly xdsSinks?: ReadonlyMap<string, ExtraTypeSink>;
 }
 
 export type ServerState = 'PRE_INITIALIZING' | 'INITIALIZING' | 'LIVE' | 'DRAINING';
@@ -93,6 +95,7 @@ export class ProxyServer {
     // they time no fetches and bind no probes: the main thread decides and forwards.
     if (this.options.xdsFollower) { dynamic.fetchTimers.enabled = false; return; }
     dynamic.setSink(TYPE_URL.secret, { apply: (name, json) => { secrets.update(name, json); }, remove: (name) => secrets.remove(name) });
+    for (const [typeUrl, sink] of this.options.xdsSinks ?? []) dynamic.setSink(typeUrl, sink);
     dynamic.bindCheck = (config) => this.listeners.checkBind(config);
     dynamic.onFetchTimeout = (key) => this.onFetchTimeout?.(key);
     const cluster = this.bootstrap.clusters.find((c) => c.name === dr.clusterName)!;

@@ -7,11 +7,12 @@ import { sidecarNodeId, type Json } from './names.ts';
 import { inboundResources } from './inbound.ts';
 import { outboundClusters, outboundListeners } from './outbound.ts';
 import { wdsResources } from './wds.ts';
+import { nameTable } from './nds.ts';
 
 export interface MeshConfig {
   /** Outbound clusters and endpoints: the same for every sidecar. */
   readonly sharedClusters: readonly Json[];
-  /** Sidecar node id → its own listeners, routes and inbound clusters. */
+  /** Sidecar node id → its own listeners, routes and inbound clusters, and the NDS name table. */
   readonly sidecars: ReadonlyMap<string, readonly Json[]>;
   /** istio.workload.Address and istio.security.Authorization resources (ztunnel, Delta only). */
   readonly wds: readonly Json[];
@@ -19,9 +20,11 @@ export interface MeshConfig {
 
 export function translateMesh(mesh: Mesh): MeshConfig {
   const sidecars = new Map<string, Json[]>();
+  // NDS goes to every sidecar; only those capturing DNS subscribe to it.
+  const nds = nameTable(mesh);
   for (const w of mesh.workloads) {
     if (!w.sidecar) continue;
-    sidecars.set(sidecarNodeId(mesh, w), [...outboundListeners(mesh, w), ...inboundResources(mesh, w)]);
+    sidecars.set(sidecarNodeId(mesh, w), [...outboundListeners(mesh, w), ...inboundResources(mesh, w), nds]);
   }
   return { sharedClusters: outboundClusters(mesh), sidecars, wds: wdsResources(mesh) };
 }

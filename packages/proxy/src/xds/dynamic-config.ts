@@ -24,10 +24,12 @@ export type { ErrorState, TrackedResource } from './state.ts';
 
 type Json = Record<string, unknown>;
 
-/** Hooks for resource types owned elsewhere (SDS secrets, ECDS extension configs). */
+/** Hooks for resource types owned elsewhere (SDS secrets, ECDS extension configs, NDS). */
 export interface ExtraTypeSink {
   apply(name: string, json: Json, version: string): void;
   remove(name: string): void;
+  /** Subscribe to the type as a wildcard (NDS); otherwise the names listeners/clusters refer to. */
+  readonly wildcard?: boolean;
 }
 
 const NO_NAMES: ReadonlySet<string> = new Set();
@@ -40,6 +42,8 @@ export class DynamicConfig implements XdsHandler {
   private readonly adsSecrets = new Map<string, readonly string[]>();
   readonly secrets = new Map<string, TrackedResource>();
   readonly extensions = new Map<string, TrackedResource>();
+  /** Resources of sink-only types (NDS), by type. */
+  readonly others = new Map<string, Map<string, TrackedResource>>();
   private readonly errorLog = new ErrorLog();
   readonly errors = this.errorLog.byType;
   /** initial_fetch_timeout per subscription (keys `cds`, `lds`, `rds/<name>`, `eds/<service>`). */
@@ -135,7 +139,7 @@ export class DynamicConfig implements XdsHandler {
         for (const list of this.adsSecrets.values()) for (const n of list) names.add(n);
         return { wildcard: false, names };
       }
-      default: return { wildcard: false, names: NO_NAMES };
+      default: return { wildcard: this.sinks.get(typeUrl)?.wildcard === true, names: NO_NAMES };
     }
   }
 
@@ -150,7 +154,12 @@ export class DynamicConfig implements XdsHandler {
       case TYPE_URL.route: await this.lds.applyRoutes(u, rejections); break;
       case TYPE_URL.secret: this.applyExtra(u, this.secrets, rejections); break;
       case TYPE_URL.extension: await this.applyExtensions(u, rejections); break;
-      default: for (const r of u.resources) rejections.push({ name: r.name, message: `unsupported resource type ${u.typeUrl}` });
+      default: {
+        if (!this.sinks.has(u.typeUrl)) { for (const r of u.resources) rejections.push({ name: r.name, message: `unsupported resource type ${u.typeUrl}` }); break; }
+        let into = this.others.get(u.typeUrl);
+        if (!into) { into = new Map(); this.others.set(u.typeUrl, into); }
+        this.applyExtra(u, into, rejections);
+      }
     }
     // Refused before they got here: shown as error_state; whatever was under the name stays.
     for (const x of u.refused ?? []) this.errorLog.reject(u.typeUrl, x.name, { name: x.name }, x.message, rejections);
