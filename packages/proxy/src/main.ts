@@ -52,8 +52,10 @@ async function main(argv: string[]): Promise<number> {
   if (args.concurrency > 1) await startWorkers(server, args);
   else await server.start();
   if (args.mode === 'init_only') await server.shutdown(0);
+  // SIGTERM drains (listeners closed, requests in flight finish, bounded by --drain-time-s); a second
+  // SIGTERM, or SIGINT, stops at once.
   const stop = (): void => { log.info('caught signal, shutting down'); void server.shutdown(0); };
-  process.once('SIGTERM', stop);
+  process.once('SIGTERM', () => { log.info('caught SIGTERM, draining'); void server.drainAndExit(); process.once('SIGTERM', stop); });
   process.once('SIGINT', stop);
   return -1;
 }

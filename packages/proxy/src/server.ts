@@ -14,10 +14,14 @@ import { setLocalNode } from './core/node.ts';
 import { TYPE_URL } from './xds/discovery.ts';
 import { secrets } from './tls/secrets.ts';
 import { setInternalBufferSize } from './listener/internal.ts';
+import { drainSignals, type DrainStrategy } from './core/drain.ts';
+import { OverloadManager, overloadState } from './core/overload.ts';
 
 export interface ServerOptions {
   readonly concurrency: number;
   readonly drainTimeS: number;
+  /** --drain-strategy: how HTTP connections are asked to go away while draining. */
+  readonly drainStrategy: DrainStrategy;
   readonly configPath: string;
   readonly configYaml: string;
   readonly logLevel: string;
@@ -50,7 +54,10 @@ export class ProxyServer {
   readonly startedAt = Date.now();
   loadedAt = Date.now();
   state: ServerState = 'PRE_INITIALIZING';
-  healthFailed = false;
+  readonly overload: OverloadManager;
+  /** Set by startWorkers: asks every worker thread to drain and resolves when all have exited. */
+  drainWorkers: ((ms: number) => Promise<void>) | undefined;
+  private exiting: Promise<never> | undefined;
   /** Stats for admin: this thread's store, or all workers' merged (set by startWorkers). */
   collectStats: () => Promise<StatsStore> = () => Promise.resolve(this.stats);
   private admin: Server | undefined;
@@ -64,12 +71,18 @@ export class ProxyServer {
     this.options = options;
     this.clusters = new ClusterManager(this.stats);
     this.listeners = new ListenerManager(this.clusters, this.stats, options.reusePort);
+    this.overload = new OverloadManager(bootstrap.overload, this.stats);
     setLocalNode(bootstrap.node);
     if (bootstrap.extensions.internalListener) setInternalBufferSize(bootstrap.extensions.internalListener.bufferBytes);
   }
 
+  /** POST /healthcheck/fail and /healthcheck/ok: a failed health check also makes responses close their connection. */
+  get healthFailed(): boolean { return drainSignals.healthCheckFailed; }
+  set healthFailed(failed: boolean) { drainSignals.healthCheckFailed = failed; }
+
   async start(): Promise<void> {
     this.state = 'INITIALIZING';
+    this.overload.start();
     for (const c of this.bootstrap.clusters) this.clusters.addOrUpdate(c);
     // Envoy's init manager: clusters warm (first DNS answer) before listeners open.
     await this.clusters.warm(15_000);
@@ -129,13 +142,44 @@ export class ProxyServer {
     return this.listeners.all().map((l) => ({ name: l.config.name, address: l.config.address.address, port: l.boundPort }));
   }
 
-  /** /drain_listeners: stop accepting; HTTP connections get GOAWAY / `connection: close`. */
+  /**
+   * /drain_listeners. Without `graceful`: stop accepting now, HTTP connections get GOAWAY /
+   * `connection: close`. With it: the listeners keep accepting for the drain time while
+   * connections are asked to go away (--drain-strategy), then stop.
+   */
   drainListeners(inboundOnly: boolean, graceful: boolean): void {
     this.state = 'DRAINING';
-    const drain = (): void => this.listeners.drainAll(inboundOnly);
-    // Envoy's graceful drain keeps accepting for the drain time while discouraging reuse.
-    if (graceful) setTimeout(drain, this.options.drainTimeS * 1000).unref();
-    else drain();
+    const ms = this.options.drainTimeS * 1000;
+    if (!graceful) { this.listeners.drainAll(inboundOnly); return; }
+    this.listeners.startDrain(inboundOnly, this.options.drainStrategy, ms);
+    const ticker = setInterval(() => this.listeners.drainTick(), drainTick(ms));
+    ticker.unref();
+    setTimeout(() => { clearInterval(ticker); this.listeners.drainAll(inboundOnly); }, ms).unref();
+  }
+
+  /**
+   * SIGTERM: listeners stop accepting at once (new connections are refused) and every HTTP
+   * connection is asked to go away now: idle HTTP/1 connections close, in-flight responses carry
+   * `connection: close`, HTTP/2 sessions get GOAWAY. With the listeners closed nobody can come
+   * back here, so spreading the requests out (--drain-strategy, used by /drain_listeners?graceful)
+   * would only delay the exit. The process exits 0 once no downstream connection is left, at the
+   * latest after --drain-time-s (whatever is left, e.g. TCP proxy connections, is then closed).
+   */
+  drainAndExit(ms = this.options.drainTimeS * 1000): Promise<never> {
+    if (this.exiting) return this.exiting;
+    this.state = 'DRAINING';
+    log.info(`draining: ${overloadState.connections} downstream connections, at most ${ms / 1000} s`);
+    this.listeners.drainAll(false);
+    const workers = this.drainWorkers?.(ms) ?? Promise.resolve();
+    const deadline = performance.now() + ms;
+    this.exiting = (async (): Promise<never> => {
+      // Connections leave as their responses finish; polled, so nothing is added to their close path.
+      while (overloadState.connections > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await Promise.race([workers, new Promise((r) => setTimeout(r, Math.max(0, deadline - performance.now())))]);
+      if (overloadState.connections > 0) log.warn(`drain time over: closing ${overloadState.connections} downstream connections`);
+      return this.shutdown(0);
+    })();
+    return this.exiting;
   }
 
   serverInfo(): Record<string, unknown> {
@@ -150,6 +194,7 @@ export class ProxyServer {
         config_yaml: this.options.configYaml,
         log_level: this.options.logLevel,
         drain_time: `${this.options.drainTimeS}s`,
+        drain_strategy: this.options.drainStrategy === 'immediate' ? 'Immediate' : 'Gradual',
         mode: 'Serve',
       },
       node: this.bootstrap.source.node ?? {},
@@ -159,6 +204,7 @@ export class ProxyServer {
   }
 
   async shutdown(code: number): Promise<never> {
+    this.overload.stop();
     this.ads?.stop();
     this.listeners.closeAll();
     this.clusters.closeAll();
@@ -177,4 +223,9 @@ function asApplied(u: XdsUpdate, rejections: readonly XdsRejection[]): XdsUpdate
   if (extra.length === 0) return u;
   const names = new Set(extra.map((r) => r.name));
   return { ...u, resources: u.resources.filter((r) => !names.has(r.name)), refused: [...(u.refused ?? []), ...extra] };
+}
+
+/** How often a drain re-checks connections: a twentieth of the drain time, within 50 ms .. 1 s. */
+function drainTick(ms: number): number {
+  return Math.max(50, Math.min(1000, ms / 20));
 }

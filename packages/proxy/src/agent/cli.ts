@@ -8,6 +8,8 @@ export interface ProxyArgs {
   readonly concurrency: number;
   readonly logLevel: string;
   readonly drainTimeS: number;
+  /** --drain-strategy: gradual (Envoy's default) or immediate. */
+  readonly drainStrategy: 'gradual' | 'immediate';
 }
 
 export class UsageError extends Error {}
@@ -25,9 +27,9 @@ export function parseProxyArgs(argv: readonly string[]): ProxyArgs {
         concurrency: { type: 'string' },
         'log-level': { type: 'string', short: 'l', default: 'info' },
         'drain-time-s': { type: 'string', default: '600' },
+        'drain-strategy': { type: 'string', default: 'gradual' },
         // Accepted for compatibility with istio-proxy's and Envoy's launch lines; they change nothing here.
         'parent-shutdown-time-s': { type: 'string' },
-        'drain-strategy': { type: 'string' },
         'service-cluster': { type: 'string' },
         'service-node': { type: 'string' },
         'base-id': { type: 'string' },
@@ -52,6 +54,8 @@ export function parseProxyArgs(argv: readonly string[]): ProxyArgs {
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency: expected a positive integer, got ${values.concurrency}`);
   const drainTimeS = Number(values['drain-time-s']);
   if (!Number.isFinite(drainTimeS) || drainTimeS < 0) throw new UsageError(`--drain-time-s: expected seconds, got ${values['drain-time-s']}`);
+  const drainStrategy = values['drain-strategy'];
+  if (drainStrategy !== 'gradual' && drainStrategy !== 'immediate') throw new UsageError(`--drain-strategy: expected gradual or immediate, got ${drainStrategy}`);
   return {
     configPath: values['config-path'] ?? '',
     configYaml: values['config-yaml'] ?? '',
@@ -59,8 +63,10 @@ export function parseProxyArgs(argv: readonly string[]): ProxyArgs {
     concurrency,
     logLevel: values['log-level'] ?? 'info',
     drainTimeS,
+    drainStrategy,
   };
 }
 
 export const USAGE = `usage: skua-proxy (-c <path> | --config-yaml <yaml>) [--mode serve|validate|init_only]
-                  [--concurrency N] [-l trace|debug|info|warning|error|critical|off] [--drain-time-s S]`;
+                  [--concurrency N] [-l trace|debug|info|warning|error|critical|off] [--drain-time-s S]
+                  [--drain-strategy gradual|immediate]`;

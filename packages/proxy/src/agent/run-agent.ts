@@ -96,7 +96,7 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
   }
   const proxyArgs: ProxyArgs = {
     configPath: settings.bootstrapPath, configYaml: '', mode: 'serve', concurrency: settings.concurrency,
-    logLevel: settings.logLevel, drainTimeS: settings.drainTimeS,
+    logLevel: settings.logLevel, drainTimeS: settings.drainTimeS, drainStrategy: 'gradual',
   };
   const xdsSinks = new Map(dns ? [[TYPE_URL.nameTable, dns.sink]] : []);
   server = new ProxyServer(bootstrap, { ...proxyArgs, reusePort: settings.concurrency > 1, admin: true, xdsHeaders: xdsHeaders(settings), xdsSinks });

@@ -9,6 +9,7 @@ import { compileListener, type ListenerConfig } from '../listener/config.ts';
 import { compileCluster, type ClusterConfig } from '../upstream/cluster-config.ts';
 import { readDynamicResources, type DynamicResources } from '../xds/bootstrap-ads.ts';
 import { compileBootstrapExtensions, type BootstrapExtensions } from './bootstrap-extensions.ts';
+import { compileOverload, type OverloadConfig } from '../core/overload-config.ts';
 
 /** Top-level Bootstrap fields: handled, accepted as no-ops for a static proxy, or refused. */
 const ACCEPTED = new Set(['node', 'static_resources', 'admin', 'layered_runtime', 'stats_config', 'stats_flush_interval',
@@ -25,6 +26,8 @@ export interface BootstrapConfig {
   /** ADS settings when the bootstrap has dynamic_resources. */
   readonly dynamic: DynamicResources | undefined;
   readonly extensions: BootstrapExtensions;
+  /** overload_manager: the downstream connection cap and heap-triggered actions. */
+  readonly overload: OverloadConfig;
   /** The bootstrap as given (normalised), for /config_dump. */
   readonly source: Record<string, unknown>;
 }
@@ -92,6 +95,7 @@ export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig 
   if (internal >= 0 && !extensions.internalListener) {
     throw new ConfigError(`static_resources.listeners[${internal}].internal_listener`, 'internal listeners need the envoy.bootstrap.internal_listener bootstrap extension');
   }
+  const overload = compileOverload(m.msg('overload_manager'), m.msg('layered_runtime'));
   const node = m.msg('node');
   const admin = m.msg('admin');
   return {
@@ -104,6 +108,7 @@ export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig 
     clusters,
     dynamic,
     extensions,
+    overload,
     source: raw,
   };
 }

@@ -9,6 +9,7 @@ import { bindError, probeBind } from './bind-check.ts';
 import type { ListenerConfig } from './config.ts';
 import type { ClusterManager } from '../upstream/manager.ts';
 import type { StatsStore } from '../stats/store.ts';
+import type { DrainStrategy } from '../core/drain.ts';
 
 export class ListenerManager {
   private readonly byName = new Map<string, ActiveListener>();
@@ -105,10 +106,27 @@ export class ListenerManager {
   }
 
   drainAll(inboundOnly: boolean): void {
-    for (const l of this.byName.values()) {
-      if (inboundOnly && (l.config.source.traffic_direction ?? '') !== 'INBOUND') continue;
-      l.drain();
-    }
+    for (const l of this.selected(inboundOnly)) l.drain();
+  }
+
+  /** Close every listening socket: new connections are refused; open ones carry on. */
+  stopAccepting(): void {
+    for (const l of this.byName.values()) l.stopAccepting();
+  }
+
+  /** Start the drain managers: HTTP connections are asked to go away as `strategy` says. */
+  startDrain(inboundOnly: boolean, strategy: DrainStrategy, ms: number): void {
+    for (const l of this.selected(inboundOnly)) l.drainManager.start(strategy, ms);
+  }
+
+  /** Idle HTTP/1 connections close and HTTP/2 sessions get GOAWAY as their drain managers decide. */
+  drainTick(): void {
+    for (const l of this.byName.values()) l.drainTick();
+  }
+
+  private selected(inboundOnly: boolean): ActiveListener[] {
+    const all = [...this.byName.values()];
+    return inboundOnly ? all.filter((l) => (l.config.source.traffic_direction ?? '') === 'INBOUND') : all;
   }
 
   closeAll(): void {

@@ -19,6 +19,7 @@ export class XdsEncodeError extends ConfigError {
 
 /** `{"@type": url, ...fields}` → `{type_url, value}`. */
 export function encodeResource(json: Json, path = ''): { type_url: string; value: Uint8Array } {
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new XdsEncodeError(path, 'expected an object with "@type"');
   const url = json['@type'];
   if (typeof url !== 'string' || url === '') throw new XdsEncodeError(path, 'missing "@type"');
   const type = typeForUrl(url);

@@ -28,7 +28,8 @@ export interface Head {
 export type HeadError = 'bad-request' | 'too-many-headers' | 'bad-transfer-encoding';
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const BAD_VALUE = /[\0\r\n\x7f]/;
+/** Control characters but HTAB: refused in trailer values as in header values. */
+const BAD_VALUE = /[\0-\x08\x0a-\x1f\x7f]/;
 
 /** tchar (RFC 9110 §5.6.2) by char code. */
 const TCHAR = new Uint8Array(128);
@@ -66,7 +67,7 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
   };
   if (!(isRequest ? requestLine(text, eol, head) : statusLine(text, eol, head))) return 'bad-request';
   const headers = head.headers;
-  let keepAlive = false, connectionUpgrade = false, te = '';
+  let keepAlive = false, connectionUpgrade = false, te: string | undefined;
   let pos = eol + 2;
   while (pos < n) {
     eol = lineEnd(text, pos, n);
@@ -95,6 +96,8 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
     pos = eol + 2;
     const prev = headers[name];
     if (prev === undefined) headers[name] = value;
+    // A name Object.prototype has (`constructor`, `__proto__`, ...) is an own header like any other.
+    else if (!Object.hasOwn(headers, name)) Object.defineProperty(headers, name, { value, writable: true, enumerable: true, configurable: true });
     else if (Array.isArray(prev)) prev.push(value);
     else headers[name] = [prev, value];
     switch (name) {
@@ -104,7 +107,7 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
         head.contentLength = len;
         break;
       }
-      case 'transfer-encoding': te = te ? `${te}, ${value}` : value; break;
+      case 'transfer-encoding': te = te === undefined ? value : `${te}, ${value}`; break;
       case 'connection':
         if (value.indexOf(',') < 0) {
           // One option, the usual case: compared in place, nothing allocated.
@@ -123,7 +126,9 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
       case 'expect': if (value.toLowerCase() === '100-continue') head.expectContinue = true; break;
     }
   }
-  if (te) {
+  if (te !== undefined) {
+    // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 request means faulty framing.
+    if (isRequest && head.versionMinor === 0) return 'bad-request';
     // Only "chunked" as the final coding is understood; with Content-Length too it is a smuggling vector.
     const codings = te.toLowerCase().split(',').map((x) => x.trim()).filter(Boolean);
     if (codings[codings.length - 1] !== 'chunked' || codings.length > 1) return 'bad-transfer-encoding';
@@ -270,7 +275,7 @@ export function findHeadEnd(buf: Buffer, from: number): number {
   return i < 0 ? -1 : i + 4;
 }
 
-const St = { SIZE: 0, EXT: 1, SIZE_LF: 2, DATA: 3, DATA_CR: 4, DATA_LF: 5, TRAILER: 6, DONE: 7 } as const;
+const St = { SIZE: 0, EXT: 1, SIZE_LF: 2, DATA: 3, DATA_CR: 4, DATA_LF: 5, TRAILER: 6, DONE: 7, SIZE_BWS: 8 } as const;
 
 /**
  * Streaming chunked-encoding decoder. `push` returns the number of bytes of
@@ -300,8 +305,17 @@ export class ChunkedDecoder {
             i++;
           } else if (this.sizeDigits === 0) return -1;
           else if (c === 13) { this.state = St.SIZE_LF; i++; }
-          else if (c === 59 || c === 32 || c === 9) { this.state = St.EXT; i++; }
+          else if (c === 59) { this.state = St.EXT; i++; }
+          else if (c === 32 || c === 9) { this.state = St.SIZE_BWS; i++; }
           else return -1;
+          break;
+        }
+        case St.SIZE_BWS: {
+          // RFC 9112 §7.1.1: after the size only whitespace, then ';' (an extension) or the line's end.
+          const c = buf[i++];
+          if (c === 59) this.state = St.EXT;
+          else if (c === 13) this.state = St.SIZE_LF;
+          else if (c !== 32 && c !== 9) return -1;
           break;
         }
         case St.EXT: {
@@ -351,7 +365,8 @@ export class ChunkedDecoder {
           if (colon <= 0 || !TOKEN.test(line.slice(0, colon))) return -1;
           const value = line.slice(colon + 1, -2);
           if (BAD_VALUE.test(value)) return -1;
-          (this.trailers ??= {})[line.slice(0, colon).toLowerCase()] = trimOws(value);
+          // Defined, not assigned: a `__proto__` trailer is a field like any other.
+          Object.defineProperty(this.trailers ??= {}, line.slice(0, colon).toLowerCase(), { value: trimOws(value), writable: true, enumerable: true, configurable: true });
           break;
         }
         default:

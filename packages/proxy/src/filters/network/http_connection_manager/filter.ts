@@ -14,6 +14,7 @@ import type { StatsStore } from '../../../stats/store.ts';
 import type { RequestRecord } from '../../../http/request-record.ts';
 import type { TrafficDirection } from '../../http/types.ts';
 import { handleUpgrade, handleH1Connect, handleH2Connect } from '../../../http/upgrade.ts';
+import { NEVER_DRAIN, type DrainManager } from '../../../core/drain.ts';
 
 /**
  * One HttpConnectionManager config made live: an HTTP/1.1 server and an HTTP/2
@@ -33,9 +34,14 @@ export class HttpConnectionManager {
   private pendingConn: ConnInfo | undefined;
   private readonly sockets = new Set<Socket>();
   private draining = false;
+  /** The listener's: decides per response whether the connection should go away (drain, health check failed, overload). */
+  private readonly drainManager: DrainManager;
+  /** HTTP/2 sessions already sent GOAWAY by a drain tick. */
+  private readonly goneAway = new WeakSet<Http2Session>();
 
-  constructor(config: HcmConfig, clusters: ClusterManager, store: StatsStore, direction: TrafficDirection = 'UNSPECIFIED') {
+  constructor(config: HcmConfig, clusters: ClusterManager, store: StatsStore, direction: TrafficDirection = 'UNSPECIFIED', drainManager: DrainManager = NEVER_DRAIN) {
     this.config = config;
+    this.drainManager = drainManager;
     const stats = new HcmStats(store, config.statPrefix);
     const logs = config.accessLogs;
     this.settings = {
@@ -76,7 +82,7 @@ export class HttpConnectionManager {
       streamIdleTimeoutMs: c.streamIdleTimeoutMs,
       requestTimeoutMs: c.requestTimeoutMs,
       serverName: this.settings.serverName,
-      isDraining: () => this.draining,
+      isDraining: () => this.draining || this.drainManager.drainClose(),
       onRequest: (ex: H1Exchange) => { stats.rqHttp1Total.value++; routeRequest(ex, this.settings); },
       onUpgrade: (head: Head, socket: Socket, rest: Buffer, conn: ConnInfo) => {
         stats.rqHttp1Total.value++;
@@ -169,8 +175,16 @@ export class HttpConnectionManager {
   drain(): void {
     this.draining = true;
     this.detach();
-    for (const s of this.sessions.keys()) s.goaway(h2c.NGHTTP2_NO_ERROR);
+    // GOAWAY, then a graceful close: streams in flight finish, and the session ends with the last of them.
+    for (const s of this.sessions.keys()) { s.goaway(h2c.NGHTTP2_NO_ERROR); s.close(); }
     for (const c of this.h1Connections) c.closeIfIdle();
+  }
+
+  /** A drain tick: idle HTTP/1 connections close and HTTP/2 sessions get GOAWAY, each when drainClose() says so. */
+  drainTick(): void {
+    const dm = this.drainManager;
+    for (const s of this.sessions.keys()) if (!this.goneAway.has(s) && dm.drainClose()) { this.goneAway.add(s); s.goaway(h2c.NGHTTP2_NO_ERROR); }
+    for (const c of this.h1Connections) if (dm.drainClose()) c.closeIfIdle();
   }
 
   /** Stop following RDS updates (this manager is going away). */
