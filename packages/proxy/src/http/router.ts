@@ -97,6 +97,14 @@ function responseOps(s: RouterSettings, rec: RequestRecord, vhost: VirtualHost, 
   return h as OutgoingHttpHeaders;
 }
 
+/** A request the HTTP/1.1 codec answered itself (codec errors, 426, 408): counted, answered and logged like any local reply. */
+export function codecReply(ex: Exchange, s: RouterSettings, status: number, body: string, flag: ResponseFlag, details: string): void {
+  const rec = new RequestRecord(ex, now());
+  s.stats.rqTotal.value++;
+  s.stats.rqActive.value++;
+  finishLocal(rec, s, status, body === '' ? undefined : body, flag, details);
+}
+
 export function finishLocal(rec: RequestRecord, s: RouterSettings, status: number, body: string | Buffer | undefined, flag: ResponseFlag, details: string, headers?: OutgoingHttpHeaders): void {
   rec.status = status;
   if (flag !== Flag.None) rec.flags = flag;
