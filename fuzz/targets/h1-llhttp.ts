@@ -52,8 +52,7 @@ export function compare(ours: OurVerdict, theirs: LlhttpVerdict): Disagreement {
   if (p.method !== theirs.method) return { kind: 'method-differs', detail: `${p.method} vs ${theirs.method}` };
   if (p.versionMinor !== theirs.versionMinor || theirs.versionMajor !== 1) return { kind: 'version-differs', detail: `1.${p.versionMinor} vs ${theirs.versionMajor}.${theirs.versionMinor}` };
   const mine = flatten(p);
-  const llhttp = [];
-  for (let i = 0; i < theirs.headers.length; i += 2) llhttp.push(`${theirs.headers[i].toLowerCase()}: ${theirs.headers[i + 1]}`);
+  const llhttp = combined(theirs.headers);
   if (mine.sort().join('\n') !== llhttp.sort().join('\n')) return { kind: 'headers-differ', detail: JSON.stringify({ ours: mine, llhttp }) };
   if (ours.body === 'none') return undefined;
   const theirBodyError = theirs.error !== '' && !theirs.messageComplete;
@@ -71,6 +70,21 @@ function flatten(h: Head): string[] {
   const out: string[] = [];
   for (const [k, v] of Object.entries(h.headers)) for (const x of Array.isArray(v) ? v : [v]) out.push(`${k}: ${x}`);
   return out;
+}
+
+/**
+ * llhttp's raw header lines as we forward a request: repeated fields combined in order with ", "
+ * ("; " for Cookie, RFC 9110 §5.3), identical repeated Content-Length kept once.
+ */
+function combined(raw: readonly string[]): string[] {
+  const byName = new Map<string, string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toLowerCase(), value = raw[i + 1];
+    const prev = byName.get(name);
+    if (prev === undefined) byName.set(name, value);
+    else if (name !== 'content-length' && value !== '') byName.set(name, prev === '' ? value : `${prev}${name === 'cookie' ? '; ' : ', '}${value}`);
+  }
+  return [...byName].map(([k, v]) => `${k}: ${v}`);
 }
 
 const EXPLORE = process.env.SKUA_FUZZ_EXPLORE;

@@ -21,9 +21,19 @@ const firstLine = (data: Buffer): string => {
   return lf < 0 ? s : s.slice(0, lf).replace(/\r$/, '');
 };
 
-function contentLengths(ours: OurVerdict): string[] {
-  const v = ours.parsed?.headers['content-length'];
-  return v === undefined ? [] : Array.isArray(v) ? v : [v];
+/** Values of the header lines named `name` in the raw head (llhttp stops listing them at its error). */
+function rawValues(data: Buffer, name: string): string[] {
+  const s = data.toString('latin1');
+  const lines = s.slice(0, s.indexOf('\r\n\r\n')).split('\r\n').slice(1);
+  const out: string[] = [];
+  for (const l of lines) if (l.toLowerCase().startsWith(name + ':')) out.push(l.slice(name.length + 1).trim());
+  return out;
+}
+
+function headerCount(t: LlhttpVerdict, name: string): number {
+  let n = 0;
+  for (let i = 0; i < t.headers.length; i += 2) if (t.headers[i].toLowerCase() === name) n++;
+  return n;
 }
 
 function hasHeader(t: LlhttpVerdict, name: string): boolean {
@@ -47,6 +57,8 @@ function chunkLine(data: Buffer): string {
 export const RULES: readonly Rule[] = [
   // RFC 9112 §3.2: an HTTP/1.1 request without Host gets 400 (as in Envoy); llhttp leaves it to the application.
   { name: 'missing-host', kind: 'we-refuse-head', matches: (o) => o.error === 'missing_host' },
+  // RFC 9112 §3.2: a request with more than one Host field gets 400 (as in Envoy); llhttp passes both on.
+  { name: 'duplicate-host', kind: 'we-refuse-head', matches: (o, t) => o.error === 'bad-request' && headerCount(t, 'host') > 1 },
   // Only `chunked` is implemented; any other coding (or a list) gets 501, as Envoy answers.
   { name: 'transfer-coding-not-chunked', kind: 'we-refuse-head', matches: (o) => o.error === 'bad-transfer-encoding' },
   // max_headers_count (Envoy's default 100): 431. llhttp has no count limit.
@@ -62,13 +74,13 @@ export const RULES: readonly Rule[] = [
   // normalisation refuses it (400), or no route matches it (404). llhttp checks URL characters.
   { name: 'request-target-chars', kind: 'we-accept-head', matches: (_o, t, d) => t.error === 'HPE_INVALID_URL' && /^[^ ]+ [^ ]+ HTTP\/1\.[01]$/.test(firstLine(d)) },
   // RFC 9112 §6.3: identical duplicate Content-Length values may be taken as one; llhttp refuses any duplicate.
-  { name: 'duplicate-content-length', kind: 'we-accept-head', matches: (o, t) => t.error === 'HPE_UNEXPECTED_CONTENT_LENGTH' && contentLengths(o).length > 1 },
+  { name: 'duplicate-content-length', kind: 'we-accept-head', matches: (_o, t, d) => t.error === 'HPE_UNEXPECTED_CONTENT_LENGTH' && rawValues(d, 'content-length').length > 1 },
   // Chunk sizes have at most 15 hex digits here (2^60 bytes); llhttp takes up to 64-bit sizes.
   { name: 'chunk-size-digits', kind: 'we-refuse-body', matches: (_o, _t, d) => /(^|\n)[0-9a-fA-F]{16}/.test(bodyText(d)) },
   // RFC 9112 §7.1.1 allows BWS between the chunk size and ';' or CRLF; strict llhttp refuses it.
   { name: 'chunk-size-bws', kind: 'we-accept-body', matches: (_o, t, d) => t.error === 'HPE_INVALID_CHUNK_SIZE' && /(^|\n)[0-9a-fA-F]+[ \t]+[;\r]/.test(bodyText(d)) },
   // RFC 9110 §5.6.1: recipients accept empty list elements ("chunked,"); llhttp refuses them in Transfer-Encoding.
-  { name: 'te-empty-list-element', kind: 'we-accept-head', matches: (o, t) => t.error === 'HPE_INVALID_TRANSFER_ENCODING' && o.parsed!.chunked && /,\s*(,|$)|^\s*,/.test(String(o.parsed!.headers['transfer-encoding'])) },
+  { name: 'te-empty-list-element', kind: 'we-accept-head', matches: (o, t, d) => t.error === 'HPE_INVALID_TRANSFER_ENCODING' && o.parsed!.chunked && /,\s*(,|$)|^\s*,/.test(rawValues(d, 'transfer-encoding').join(', ')) },
   // Chunk extensions are skipped up to their CRLF (a bare CR or LF in them is refused); llhttp checks their syntax.
   { name: 'chunk-extension', kind: 'we-accept-body', matches: (_o, t, d) => t.error === 'HPE_STRICT' && /^[0-9a-fA-F]+[;\t ]/.test(chunkLine(d)) },
   // RFC 9112 §3: request-line = method SP request-target SP HTTP-version, one SP each; we refuse more

@@ -126,7 +126,8 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
     else if (name === 'content-length') { if (prev !== value) return 'bad-request'; }
     else if (isRequest) {
       if (name === 'host') return 'bad-request';
-      headers[name] = `${prev as string}${name === 'cookie' ? '; ' : ', '}${value}`;
+      // An empty line adds nothing to the list (no trailing ", ").
+      if (value !== '') headers[name] = prev === '' ? value : `${prev as string}${name === 'cookie' ? '; ' : ', '}${value}`;
     } else if (Array.isArray(prev)) prev.push(value);
     else headers[name] = [prev, value];
     switch (name) {
@@ -152,7 +153,7 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
           else if (t === 'upgrade') connectionUpgrade = true;
         }
         break;
-      case 'expect': if (value.toLowerCase() === '100-continue') head.expectContinue = true; break;
+      case 'expect': if (sameLower(value, '100-continue') || hasToken(value, '100-continue')) head.expectContinue = true; break;
     }
   }
   // An empty Transfer-Encoding is a coding we do not understand (501), never "no coding".
@@ -236,6 +237,13 @@ function knownName(text: string, s: number, e: number): string | undefined {
     if (i === cand.length) return cand;
   }
   return undefined;
+}
+
+/** Whether the comma-separated list `v` has the lower-case token `lower` (repeated fields are combined). */
+function hasToken(v: string, lower: string): boolean {
+  if (v.indexOf(',') < 0) return false;
+  for (const t of v.split(',')) if (sameLower(t, lower)) return true;
+  return false;
 }
 
 /** Whether `v` equals the lower-case token `lower`, ignoring ASCII case (and OWS around it, as trimOws does). */
