@@ -44,8 +44,9 @@ function checkHead(h: Head, isRequest: boolean): void {
       if (value === undefined || BAD_VALUE.test(value)) fail('header value is not clean', { name, value });
     }
   }
-  // A request's repeated fields were combined (fewer entries than lines); a response keeps each line.
-  if (isRequest ? count > h.headerCount : count !== h.headerCount) fail('headerCount does not match the headers', { count, headerCount: h.headerCount });
+  // Repeated request fields are combined and an identical repeated Content-Length is kept once:
+  // never more values than lines.
+  if (count > h.headerCount) fail('headerCount does not match the headers', { count, headerCount: h.headerCount });
   if (!Number.isSafeInteger(h.contentLength) || h.contentLength < -1) fail('content length', h.contentLength);
   if (h.chunked && h.contentLength >= 0) fail('both chunked and content-length', h);
 }

@@ -46,6 +46,12 @@ function bodyText(data: Buffer): string {
   return s.slice(s.indexOf('\r\n\r\n') + 4);
 }
 
+/** Whether a chunk-size line of the body is 2^53 or more. */
+function hugeChunk(body: string): boolean {
+  for (const m of body.matchAll(/(?:^|\n)([0-9a-fA-F]+)/g)) if (m[1].length > 16 || BigInt('0x' + m[1]) >= 2n ** 53n) return true;
+  return false;
+}
+
 /** The first chunk-size line of the body, if the head was accepted and is chunked. */
 function chunkLine(data: Buffer): string {
   const s = data.toString('latin1');
@@ -75,8 +81,8 @@ export const RULES: readonly Rule[] = [
   { name: 'request-target-chars', kind: 'we-accept-head', matches: (_o, t, d) => t.error === 'HPE_INVALID_URL' && /^[^ ]+ [^ ]+ HTTP\/1\.[01]$/.test(firstLine(d)) },
   // RFC 9112 §6.3: identical duplicate Content-Length values may be taken as one; llhttp refuses any duplicate.
   { name: 'duplicate-content-length', kind: 'we-accept-head', matches: (_o, t, d) => t.error === 'HPE_UNEXPECTED_CONTENT_LENGTH' && rawValues(d, 'content-length').length > 1 },
-  // Chunk sizes have at most 15 hex digits here (2^60 bytes); llhttp takes up to 64-bit sizes.
-  { name: 'chunk-size-digits', kind: 'we-refuse-body', matches: (_o, _t, d) => /(^|\n)[0-9a-fA-F]{16}/.test(bodyText(d)) },
+  // Chunk sizes must stay exact integers here (below 2^53 bytes, at most 16 hex digits); llhttp takes 64-bit sizes.
+  { name: 'chunk-size-digits', kind: 'we-refuse-body', matches: (_o, _t, d) => hugeChunk(bodyText(d)) },
   // RFC 9112 §7.1.1 allows BWS between the chunk size and ';' or CRLF; strict llhttp refuses it.
   { name: 'chunk-size-bws', kind: 'we-accept-body', matches: (_o, t, d) => t.error === 'HPE_INVALID_CHUNK_SIZE' && /(^|\n)[0-9a-fA-F]+[ \t]+[;\r]/.test(bodyText(d)) },
   // RFC 9110 §5.6.1: recipients accept empty list elements ("chunked,"); llhttp refuses them in Transfer-Encoding.

@@ -29,7 +29,8 @@ async function main(argv: string[]): Promise<number> {
   if (!setLogLevel(args.logLevel)) { process.stderr.write(`error: unknown log level ${args.logLevel}\n${USAGE}\n`); return 1; }
   let bootstrap: BootstrapConfig;
   try {
-    bootstrap = compileBootstrap(loadBootstrapSource(args.configPath || undefined, args.configYaml || undefined));
+    bootstrap = compileBootstrap(loadBootstrapSource(args.configPath || undefined, args.configYaml || undefined),
+      { unknownFields: args.allowUnknownStaticFields ? 'warn' : 'reject' });
   } catch (err) {
     const where = args.configPath || '--config-yaml';
     process.stderr.write(`error initializing configuration '${where}': ${(err as Error).message}\n`);

@@ -16,6 +16,7 @@ import { secrets } from './tls/secrets.ts';
 import { setInternalBufferSize } from './listener/internal.ts';
 import { drainSignals, type DrainStrategy } from './core/drain.ts';
 import { OverloadManager, overloadState } from './core/overload.ts';
+import { setUnknownFieldPolicy } from './xds/decode.ts';
 
 export interface ServerOptions {
   readonly concurrency: number;
@@ -35,7 +36,14 @@ export interface ServerOptions {
   readonly xdsHeaders?: () => Record<string, string>;
   /** Extra xDS types the agent consumes itself (NDS for the DNS proxy), by type URL. */
   readonly xdsSinks?: ReadonlyMap<string, ExtraTypeSink>;
+  /** Unknown protobuf fields in xDS resources (--reject-/--ignore-unknown-dynamic-fields); default 'warn'. */
+  readonly unknownDynamicFields?: 'warn' | 'reject' | 'ignore';
+  /** --allow-unknown-static-fields (the bootstrap was checked before the server was made). */
+  readonly allowUnknownStaticFields?: boolean;
 }
+
+/** Distinct unknown dynamic fields logged once each (bounded: a control plane could send many). */
+const MAX_LOGGED_UNKNOWN = 1000;
 
 export type ServerState = 'PRE_INITIALIZING' | 'INITIALIZING' | 'LIVE' | 'DRAINING';
 
@@ -73,6 +81,8 @@ export class ProxyServer {
     this.listeners = new ListenerManager(this.clusters, this.stats, options.reusePort);
     this.overload = new OverloadManager(bootstrap.overload, this.stats);
     setLocalNode(bootstrap.node);
+    this.stats.counter('server.static_unknown_fields').inc(bootstrap.unknownFields.length);
+    this.stats.counter('server.dynamic_unknown_fields');
     if (bootstrap.extensions.internalListener) setInternalBufferSize(bootstrap.extensions.internalListener.bufferBytes);
   }
 
@@ -107,6 +117,7 @@ export class ProxyServer {
     // Workers get every secret from the main thread's store (workers.ts), ADS-pushed ones included;
     // they time no fetches and bind no probes: the main thread decides and forwards.
     if (this.options.xdsFollower) { dynamic.fetchTimers.enabled = false; return; }
+    this.applyUnknownFieldPolicy();
     dynamic.setSink(TYPE_URL.secret, { apply: (name, json) => { secrets.update(name, json); }, remove: (name) => secrets.remove(name) });
     for (const [typeUrl, sink] of this.options.xdsSinks ?? []) dynamic.setSink(typeUrl, sink);
     dynamic.bindCheck = (config) => this.listeners.checkBind(config);
@@ -131,6 +142,22 @@ export class ProxyServer {
     ads.start();
     dynamic.startInitialFetch(dr.cdsInitialFetchTimeoutMs, dr.ldsInitialFetchTimeoutMs);
     await dynamic.initialized;
+  }
+
+  /** Envoy's dynamic validation visitor: count every unknown field, log each distinct one once. */
+  private applyUnknownFieldPolicy(): void {
+    const counter = this.stats.counter('server.dynamic_unknown_fields');
+    const logged = new Set<string>();
+    setUnknownFieldPolicy({
+      mode: this.options.unknownDynamicFields ?? 'warn',
+      onUnknown: (path, typeName, number) => {
+        counter.inc();
+        const key = `${typeName}#${number}`;
+        if (logged.has(key) || logged.size >= MAX_LOGGED_UNKNOWN) return;
+        logged.add(key);
+        log.warn(`xDS: unknown field number ${number} of ${typeName}${path ? ` at ${path}` : ''} (ignored; --reject-unknown-dynamic-fields rejects it)`);
+      },
+    });
   }
 
   get adminPort(): number {
@@ -196,6 +223,9 @@ export class ProxyServer {
         drain_time: `${this.options.drainTimeS}s`,
         drain_strategy: this.options.drainStrategy === 'immediate' ? 'Immediate' : 'Gradual',
         mode: 'Serve',
+        allow_unknown_static_fields: this.options.allowUnknownStaticFields ?? false,
+        reject_unknown_dynamic_fields: this.options.unknownDynamicFields === 'reject',
+        ignore_unknown_dynamic_fields: this.options.unknownDynamicFields === 'ignore',
       },
       node: this.bootstrap.source.node ?? {},
       uptime_current_epoch: up,

@@ -104,7 +104,8 @@ async function runWorker(): Promise<void> {
   setLogLevel(data.logLevel);
   try {
     for (const [name, raw] of data.secrets) secrets.update(name, raw);
-    const bootstrap = compileBootstrap(loadBootstrapSource(data.configPath || undefined, data.configYaml || undefined));
+    // The main thread validated field names already (and counts what --allow-unknown-static-fields let through).
+    const bootstrap = compileBootstrap(loadBootstrapSource(data.configPath || undefined, data.configYaml || undefined), { unknownFields: 'skip' });
     const server = new ProxyServer(bootstrap, { concurrency: 1, drainTimeS: 0, drainStrategy: 'gradual', configPath: data.configPath, configYaml: data.configYaml, logLevel: data.logLevel, reusePort: true, admin: false, xdsFollower: true });
     await server.start();
     // Updates apply one at a time, in the order the main thread applied them.

@@ -10,6 +10,10 @@ export interface ProxyArgs {
   readonly drainTimeS: number;
   /** --drain-strategy: gradual (Envoy's default) or immediate. */
   readonly drainStrategy: 'gradual' | 'immediate';
+  /** Unknown fields in the bootstrap: rejected unless --allow-unknown-static-fields (then logged and counted). */
+  readonly allowUnknownStaticFields?: boolean;
+  /** Unknown protobuf fields in xDS resources: counted and logged (Envoy's default), rejected, or ignored. */
+  readonly unknownDynamicFields?: 'warn' | 'reject' | 'ignore';
 }
 
 export class UsageError extends Error {}
@@ -38,6 +42,9 @@ export function parseProxyArgs(argv: readonly string[]): ProxyArgs {
         'local-address-ip-version': { type: 'string' },
         'disable-hot-restart': { type: 'boolean' },
         'allow-unknown-static-fields': { type: 'boolean' },
+        'allow-unknown-fields': { type: 'boolean' }, // Envoy's deprecated spelling of the above
+        'reject-unknown-dynamic-fields': { type: 'boolean' },
+        'ignore-unknown-dynamic-fields': { type: 'boolean' },
         'file-flush-interval-msec': { type: 'string' },
         'use-dynamic-base-id': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -64,9 +71,13 @@ export function parseProxyArgs(argv: readonly string[]): ProxyArgs {
     logLevel: values['log-level'] ?? 'info',
     drainTimeS,
     drainStrategy,
+    allowUnknownStaticFields: Boolean(values['allow-unknown-static-fields'] || values['allow-unknown-fields']),
+    // As in Envoy, rejecting wins over ignoring when both are given.
+    unknownDynamicFields: values['reject-unknown-dynamic-fields'] ? 'reject' : values['ignore-unknown-dynamic-fields'] ? 'ignore' : 'warn',
   };
 }
 
 export const USAGE = `usage: skua-proxy (-c <path> | --config-yaml <yaml>) [--mode serve|validate|init_only]
                   [--concurrency N] [-l trace|debug|info|warning|error|critical|off] [--drain-time-s S]
-                  [--drain-strategy gradual|immediate]`;
+                  [--drain-strategy gradual|immediate]
+                  [--allow-unknown-static-fields] [--reject-unknown-dynamic-fields] [--ignore-unknown-dynamic-fields]`;

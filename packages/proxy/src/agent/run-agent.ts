@@ -55,7 +55,8 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
       mkdirSync(dirname(settings.bootstrapPath), { recursive: true });
       writeFileSync(settings.bootstrapPath, `${JSON.stringify(renderBootstrap(settings), null, 2)}\n`);
     }
-    bootstrap = compileBootstrap(loadBootstrapSource(settings.bootstrapPath, undefined));
+    // pilot-agent starts Envoy with --allow-unknown-static-fields: unknown bootstrap fields are logged and counted.
+    bootstrap = compileBootstrap(loadBootstrapSource(settings.bootstrapPath, undefined), { unknownFields: 'warn' });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`error initializing configuration '${settings.bootstrapPath}': ${err.message}\n`);
