@@ -247,7 +247,7 @@ describe('bad mesh files are refused naming the field', () => {
 describe('the README example', () => {
   test('parses and translates (both capture modes)', () => {
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    const yaml = /## Mesh files\n\n```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
+    const yaml = /## Mesh files[^\n]*\n[\s\S]*?```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
     assert.ok(yaml, 'the README has the example');
     for (const capture of ['iptables', 'none']) {
       const doc = parse(yaml) as Json;
