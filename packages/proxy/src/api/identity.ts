@@ -14,3 +14,4 @@ export {
   type CertificateRequest, type CertificateResponse,
 } from '../tls/ca-protocol.ts';
 export { parseGoDuration, secretManagerOptionsFromEnv, EnvError } from '../tls/identity-env.ts';
+export { CertificateManager, caIssuer, type CertificateManagerOptions, type CertificateIssuer, type WorkloadCertificate } from '../tls/cert-manager.ts';
