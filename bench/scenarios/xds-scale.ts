@@ -1,0 +1,215 @@
+/**
+ * xDS at scale (`--only xds-scale`): one push of N EDS clusters (default 20,000, `--xds-clusters`)
+ * with their ClusterLoadAssignments to a running skua-proxy, then a shrink back to one cluster.
+ * The ADS server is skua-controlplane's (SotW + Delta) running in this process; the proxy is a
+ * child process; an external probe (tools/latency-probe.ts, its own process) sends 200 req/s
+ * over 8 keep-alive connections to a static direct_response listener of the proxy, so every
+ * stall of the proxy's event loops shows up as request latency. Measured per row:
+ *   push s         the push leaving the server → the last service's route reaching its endpoint
+ *   max block ms   the probe's longest request during the push minus the idle p50 (≈ the longest
+ *                  time an event loop serving traffic was blocked)
+ *   p99 idle/push  the probe's p99 in a 5 s idle window before the push, and during the push
+ *   RSS MB         after the push settled (1 or 2 workers), and after shrinking to one cluster
+ *   assignments    ClusterLoadAssignments in /config_dump?include_eds after the shrink
+ */
+import http from 'node:http';
+import path from 'node:path';
+import { writeFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { AdsServer } from '../../packages/controlplane/src/ads/server.ts';
+import { Snapshot } from '../../packages/controlplane/src/ads/snapshot.ts';
+import { groupOf } from '../../packages/controlplane/src/files.ts';
+import type { ResourceGroup } from '../../packages/controlplane/src/ads/resources.ts';
+import { progress } from '../lib/progress.ts';
+import { startProcess, stopProcess, type Proc } from '../lib/procs.ts';
+import { freePort, HOST, httpGet, waitForReady } from '../lib/net.ts';
+import { meshResources, svcHost } from '../lib/mesh-resources.ts';
+import { REPO_ROOT } from '../lib/targets.ts';
+import type { Column, Options, Row, ScenarioResult } from '../lib/types.ts';
+
+type Json = Record<string, unknown>;
+const HCM = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
+const ROUTER = 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router';
+const ROUTE = 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration';
+const PROBE_RPS = 200;
+const PROBE_CONNECTIONS = 8;
+const IDLE_MS = 5000;
+const PUSH_LIMIT_MS = 600_000;
+
+const COLUMNS: Column[] = [
+  { key: 'pushS', title: 'push s', digits: 1, better: 'lower' },
+  { key: 'maxBlockMs', title: 'max block ms', digits: 0, better: 'lower' },
+  { key: 'p99IdleMs', title: 'p99 idle ms', digits: 1, better: 'lower' },
+  { key: 'p99PushMs', title: 'p99 push ms', digits: 1, better: 'lower' },
+  { key: 'probeErrors', title: 'probe errors', digits: 0, better: 'lower' },
+  { key: 'rssPushMb', title: 'RSS after push MB', digits: 0, better: 'lower' },
+  { key: 'rssShrunkMb', title: 'RSS after shrink MB', digits: 0, better: 'lower' },
+  { key: 'heapPushMb', title: 'heap after push MB', digits: 0, better: 'lower' },
+  { key: 'heapShrunkMb', title: 'heap after shrink MB', digits: 0, better: 'lower' },
+  { key: 'assignments', title: 'assignments after shrink', digits: 0, better: 'lower' },
+];
+
+const epoch = (): number => performance.timeOrigin + performance.now();
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function rssMb(pid: number): number {
+  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+function quantile(sorted: readonly number[], q: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : NaN;
+}
+
+/** The route config names only the first and the last service (the push is about CDS/EDS). */
+function resources(n: number, port: number, backendPort: number): Json[] {
+  const mesh = meshResources(n, port, backendPort);
+  const vhost = (i: number): Json => ({ name: svcHost(i), domains: [svcHost(i)], routes: [{ match: { prefix: '/' }, route: { cluster: (mesh.clusters[i] as Json).name } }] });
+  const route = { '@type': ROUTE, name: '9080', virtual_hosts: [...new Set([0, n - 1])].map(vhost) };
+  return [...mesh.clusters, ...mesh.endpoints, route, mesh.listeners.at(-1)!];
+}
+
+function bootstrap(adminPort: number, probePort: number, adsPort: number, delta: boolean): Json {
+  return {
+    node: { id: 'sidecar~127.0.0.1~bench.bench~bench.svc.cluster.local', cluster: 'bench' },
+    admin: { address: { socket_address: { address: HOST, port_value: adminPort } } },
+    dynamic_resources: {
+      ads_config: { api_type: delta ? 'DELTA_GRPC' : 'GRPC', set_node_on_first_message_only: true, grpc_services: [{ envoy_grpc: { cluster_name: 'xds-grpc' } }] },
+      lds_config: { ads: {}, initial_fetch_timeout: '0s' }, cds_config: { ads: {}, initial_fetch_timeout: '0s' },
+    },
+    static_resources: {
+      listeners: [{ name: 'probe', address: { socket_address: { address: HOST, port_value: probePort } }, filter_chains: [{ filters: [{
+        name: 'envoy.filters.network.http_connection_manager', typed_config: { '@type': HCM, stat_prefix: 'probe',
+          route_config: { virtual_hosts: [{ name: 'probe', domains: ['*'], routes: [{ match: { prefix: '/' }, direct_response: { status: 200, body: { inline_string: 'ok' } } }] }] },
+          http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': ROUTER } }] },
+      }] }] }],
+      clusters: [{ name: 'xds-grpc', type: 'STATIC', connect_timeout: '1s', http2_protocol_options: {},
+        load_assignment: { cluster_name: 'xds-grpc', endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: HOST, port_value: adsPort } } } }] }] } }],
+    },
+  };
+}
+
+function answers(port: number, host: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: HOST, port, path: '/', agent: false, timeout: 2000, headers: { host } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', () => resolve(0));
+    req.on('timeout', () => req.destroy());
+  });
+}
+
+async function until(what: string, check: () => Promise<boolean>, limitMs: number): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+async function statValue(adminPort: number, name: string): Promise<number> {
+  const r = await httpGet(adminPort, `/stats?format=json&filter=${encodeURIComponent(`^${name.replaceAll('.', '\\.')}$`)}`, 60_000);
+  const s = (JSON.parse(r.body) as { stats: Array<{ name: string; value: number }> }).stats.find((x) => x.name === name);
+  return s?.value ?? NaN;
+}
+
+/** The main thread's V8 heap in use (admin /memory `allocated`). */
+async function heapMb(adminPort: number): Promise<number> {
+  return Number((JSON.parse((await httpGet(adminPort, '/memory', 10_000)).body) as { allocated: string }).allocated) / 2 ** 20;
+}
+
+async function edsAssignments(adminPort: number): Promise<number> {
+  const r = await httpGet(adminPort, '/config_dump?include_eds', 60_000);
+  const dump = JSON.parse(r.body) as { configs: Json[] };
+  const eds = dump.configs.find((c) => String(c['@type']).endsWith('EndpointsConfigDump'));
+  return ((eds?.dynamic_endpoint_configs as unknown[] | undefined) ?? []).length;
+}
+
+interface Flavour { readonly delta: boolean; readonly workers: number }
+
+async function runOne(f: Flavour, n: number, skuaMain: string, dir: string, small: ResourceGroup, big: ResourceGroup,
+  snapshot: Snapshot, adsPort: number, listenerPort: number): Promise<Row> {
+  const label = `skua-proxy, ${n.toLocaleString('en-US')} EDS clusters, ${f.delta ? 'Delta' : 'SotW'}, ${f.workers} worker${f.workers > 1 ? 's' : ''}`;
+  snapshot.set([small]);
+  const adminPort = await freePort(), probePort = await freePort();
+  const file = path.join(dir, `xds-scale-${f.delta ? 'delta' : 'sotw'}-${f.workers}.json`);
+  writeFileSync(file, JSON.stringify(bootstrap(adminPort, probePort, adsPort, f.delta)));
+  const proxy = startProcess('skua-proxy', process.execPath, [path.resolve(REPO_ROOT, skuaMain), '-c', file, '-l', 'warn', '--concurrency', String(f.workers)], { cwd: REPO_ROOT });
+  let probe: Proc | undefined;
+  try {
+    await waitForReady(adminPort, proxy, 60_000);
+    const first = svcHost(0), last = svcHost(n - 1);
+    await until(`${first} to answer`, async () => (await answers(listenerPort, first)) === 200, 30_000);
+    probe = startProcess('latency-probe', process.execPath, [path.join(REPO_ROOT, 'bench/tools/latency-probe.ts'), String(probePort), String(PROBE_RPS), String(PROBE_CONNECTIONS), '3600'], { fullStdout: true });
+    const idleFrom = epoch();
+    await sleep(IDLE_MS);
+    const pushFrom = epoch();
+    snapshot.set([big]);
+    await until(`${last} to answer after the push`, async () => (await answers(listenerPort, last)) === 200, PUSH_LIMIT_MS);
+    const pushTo = epoch();
+    progress('xds-scale', `${label}: pushed in ${((pushTo - pushFrom) / 1000).toFixed(1)} s`);
+    await sleep(3000);
+    const rssPushMb = rssMb(proxy.pid);
+    const heapPushMb = await heapMb(adminPort);
+    const active = await statValue(adminPort, 'cluster_manager.active_clusters');
+    await stopProcess(probe, 10_000);
+    const samples = JSON.parse(probe.stdout.trim().split('\n').at(-1) || '[]') as Array<[number, number, number]>;
+    probe = undefined;
+    snapshot.set([small]);
+    await until(`${last} to go away after the shrink`, async () => (await answers(listenerPort, last)) !== 200, PUSH_LIMIT_MS);
+    // The gauge is summed over threads: one dynamic and one static cluster each.
+    await until('one dynamic cluster left', async () => (await statValue(adminPort, 'cluster_manager.active_clusters')) <= 2 * f.workers, PUSH_LIMIT_MS);
+    // Give V8 idle time to shrink its heap before reading RSS (both builds get the same).
+    await sleep(10_000);
+    const rssShrunkMb = rssMb(proxy.pid);
+    const heapShrunkMb = await heapMb(adminPort);
+    const assignments = await edsAssignments(adminPort);
+    const idle = samples.filter(([due]) => due >= idleFrom && due < pushFrom).map(([, ms]) => ms).sort((a, b) => a - b);
+    const push = samples.filter(([due]) => due >= pushFrom && due < pushTo);
+    const pushMs = push.map(([, ms]) => ms).sort((a, b) => a - b);
+    const metrics = {
+      pushS: (pushTo - pushFrom) / 1000, maxBlockMs: Math.max(0, (pushMs.at(-1) ?? NaN) - quantile(idle, 0.5)),
+      p99IdleMs: quantile(idle, 0.99), p99PushMs: quantile(pushMs, 0.99), probeErrors: push.filter(([, , s]) => s !== 200).length,
+      rssPushMb, rssShrunkMb, heapPushMb, heapShrunkMb, assignments, activeClustersAfterPush: active,
+    };
+    progress('xds-scale', `${label}: max block ${metrics.maxBlockMs.toFixed(0)} ms, p99 ${metrics.p99IdleMs.toFixed(1)} → ${metrics.p99PushMs.toFixed(1)} ms, RSS ${rssPushMb.toFixed(0)} → ${rssShrunkMb.toFixed(0)} MB, ${assignments} assignments left`);
+    return { target: 'skua', label, metrics, samples: pushMs };
+  } catch (e) {
+    return { target: 'skua', label, metrics: {}, error: `${(e as Error).message}\n${proxy.stderr.slice(-2000)}` };
+  } finally {
+    if (probe) await stopProcess(probe);
+    await stopProcess(proxy);
+  }
+}
+
+export async function runXdsScale(opts: Options, tmpDir: string): Promise<ScenarioResult> {
+  const startedAt = new Date().toISOString();
+  const t0 = performance.now();
+  const n = opts.xdsClusters;
+  const dir = path.join(tmpDir, 'xds-scale');
+  mkdirSync(dir, { recursive: true });
+  const backend = http.createServer((_req, res) => res.end('a'));
+  const backendPort = await new Promise<number>((r) => backend.listen(0, HOST, () => r((backend.address() as { port: number }).port)));
+  const listenerPort = await freePort();
+  const small = groupOf('small', resources(1, listenerPort, backendPort));
+  const tb = performance.now();
+  const big = groupOf('big', resources(n, listenerPort, backendPort));
+  progress('xds-scale', `${n} clusters + assignments encoded in ${((performance.now() - tb) / 1000).toFixed(1)} s`);
+  const snapshot = new Snapshot();
+  const ads = new AdsServer(snapshot);
+  const adsPort = await ads.listen(`${HOST}:0`);
+  const rows: Row[] = [];
+  try {
+    for (const f of [{ delta: true, workers: 1 }, { delta: true, workers: 2 }, { delta: false, workers: 1 }]) {
+      rows.push(await runOne(f, n, opts.skuaMain, dir, small, big, snapshot, adsPort, listenerPort));
+    }
+  } finally {
+    await ads.close();
+    backend.close();
+  }
+  return {
+    scenario: 'xds-scale', title: `xDS at scale: ${n.toLocaleString('en-US')} EDS clusters pushed to a live proxy, then shrunk to one`,
+    startedAt, seconds: (performance.now() - t0) / 1000, primary: 'maxBlockMs', columns: COLUMNS, rows,
+    settings: { clusters: n, probeRps: PROBE_RPS, probeConnections: PROBE_CONNECTIONS, idleMs: IDLE_MS, skua: opts.skuaMain },
+  };
+}
