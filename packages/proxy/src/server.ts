@@ -14,6 +14,8 @@ import { setLocalNode } from './core/node.ts';
 import { TYPE_URL } from './xds/discovery.ts';
 import { secrets } from './tls/secrets.ts';
 import { setInternalBufferSize } from './listener/internal.ts';
+import { followerUpdates } from './xds/follower-updates.ts';
+import { TimeSlice } from './core/time-slice.ts';
 
 export interface ServerOptions {
   readonly concurrency: number;
@@ -106,7 +108,7 @@ export class ProxyServer {
       interest: (typeUrl) => dynamic.interest(typeUrl),
       apply: async (update) => {
         const rejections = await dynamic.apply(update);
-        this.onXdsUpdate?.(asApplied(update, rejections));
+        if (this.onXdsUpdate) await this.forward(update, rejections, dynamic);
         return rejections;
       },
     }, this.stats);
@@ -115,6 +117,16 @@ export class ProxyServer {
     ads.start();
     dynamic.startInitialFetch(dr.cdsInitialFetchTimeoutMs, dr.ldsInitialFetchTimeoutMs);
     await dynamic.initialized;
+  }
+
+  /** Hands an applied update to the workers: CDS / EDS as what changed, in chunks (follower-updates.ts). */
+  private async forward(update: XdsUpdate, rejections: readonly XdsRejection[], dynamic: DynamicConfig): Promise<void> {
+    if (update.typeUrl !== TYPE_URL.cluster && update.typeUrl !== TYPE_URL.endpoint) { this.onXdsUpdate?.(asApplied(update, rejections)); return; }
+    const slice = new TimeSlice();
+    for (const part of followerUpdates(update, dynamic)) {
+      if (slice.due) await slice.next();
+      this.onXdsUpdate?.(part);
+    }
   }
 
   get adminPort(): number {
