@@ -168,11 +168,17 @@ export class ProxyServer {
   }
 
   async shutdown(code: number): Promise<never> {
+    this.close();
+    process.exit(code);
+  }
+
+  /** Stops xDS, listeners, upstream pools and admin without leaving the process (in-process tests). */
+  close(): void {
     this.ads?.stop();
+    this.dynamic?.fetchTimers.stop();
     this.listeners.closeAll();
     this.clusters.closeAll();
     this.admin?.close();
-    process.exit(code);
   }
 }
 
