@@ -86,6 +86,8 @@ for (const [delta, workers] of [[false, 1], [true, 1], [false, 2], [true, 2]] as
       assert.deepEqual(await assignments(), ['c1'], 'config_dump?include_eds lists c1 only');
       await eventually('c2 assignment released on every thread', async () => (await proxy.stat('skua.eds.assignments')) === 1 * workers);
       assert.doesNotMatch((await proxy.admin('/clusters')).body, /^c2::/m, '/clusters has no host of c2');
+      assert.doesNotMatch((await proxy.admin('/stats')).body, /^cluster\.c2\./m, "c2's stats went with it (as in Envoy)");
+      assert.match((await proxy.admin('/stats')).body, /^cluster\.c1\.upstream_rq_total: \d+$/m);
       // An assignment for c2 now (SotW: nobody asks for it; Delta: pushed anyway) changes nothing.
       const nonce = delta
         ? stream.sendDelta({ type_url: TYPE_URL.endpoint, resources: [{ name: 'c2', version: 'late', resource: any(cla('c2', [b.port])) }] })

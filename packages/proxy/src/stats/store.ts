@@ -102,6 +102,8 @@ export class Scope {
   private readonly prefix: string;
   private readonly base: string;
   private readonly tagList: ReadonlyArray<readonly [string, string]>;
+  /** Every name handed out, for release(). */
+  private readonly created: string[] = [];
 
   constructor(store: StatsStore, prefix: string, base: string, tags: ReadonlyArray<readonly [string, string]>) {
     this.store = store;
@@ -113,7 +115,18 @@ export class Scope {
   private tag(suffix: string): string {
     const name = this.prefix + suffix;
     if (!this.store.tags.has(name)) this.store.tags.set(name, { base: this.base + suffix, tags: this.tagList });
+    this.created.push(name);
     return name;
+  }
+
+  /**
+   * Deletes every stat this scope handed out (a removed cluster's: Envoy drops a cluster's stats
+   * with it). Holders of the old objects may still bump them; they are no longer published.
+   */
+  release(): void {
+    const s = this.store;
+    for (const name of this.created) { s.counters.delete(name); s.gauges.delete(name); s.histograms.delete(name); s.tags.delete(name); }
+    this.created.length = 0;
   }
 
   counter(suffix: string): Counter { return this.store.counter(this.tag(suffix)); }

@@ -209,9 +209,11 @@ export class DynamicConfig implements XdsHandler {
     for (const name of removed) {
       if (slice.due) await slice.next();
       if (this.staticClusters.has(name)) continue;
+      const warming = this.warmingClusters.get(name)?.cluster;
       this.dropWarming(name);
       this.adsSecrets.delete(`cluster/${name}`);
       if (this.activeClusters.delete(name)) this.removeActive(name);
+      else warming?.releaseStats();
     }
     this.lastClusterChange = { rebuilt, removed: removed.filter((n) => !this.staticClusters.has(n)) };
     this.publishClusterGauges();
