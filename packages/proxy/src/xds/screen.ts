@@ -83,6 +83,7 @@ export async function screenResponse(
       }
     }
   }
+  if (slice.due) await slice.next();
   if (opts.delta) duplicatesInDelta(decoded.map((d) => d.name), removedNames, lines, named);
   if (lines.length > 0) return { resources: [], refused: [], removed: [], fatal: { lines, named } };
 
@@ -91,6 +92,7 @@ export async function screenResponse(
   const copies = countNames(decoded.map((d) => d.name));
   const seen = new Set<string>();
   for (const d of decoded) {
+    if (slice.due) await slice.next();
     if (subscribed && !subscribed(d.name)) continue;
     const first = !seen.has(d.name);
     seen.add(d.name);
