@@ -93,7 +93,7 @@ export class ProxyServer {
     this.dynamic = dynamic;
     // Workers get every secret from the main thread's store (workers.ts), ADS-pushed ones included;
     // they time no fetches and bind no probes: the main thread decides and forwards.
-    if (this.options.xdsFollower) { dynamic.fetchTimers.enabled = false; return; }
+    if (this.options.xdsFollower) { dynamic.fetchTimers.enabled = false; dynamic.retainConfig = false; return; }
     dynamic.setSink(TYPE_URL.secret, { apply: (name, json) => { secrets.update(name, json); }, remove: (name) => secrets.remove(name) });
     dynamic.bindCheck = (config) => this.listeners.checkBind(config);
     dynamic.onFetchTimeout = (key) => this.onFetchTimeout?.(key);

@@ -33,6 +33,7 @@ export interface ExtraTypeSink {
 }
 
 const NO_NAMES: ReadonlySet<string> = new Set();
+const NO_CONFIG: Json = Object.freeze({});
 
 /** An EDS resource as the main thread forwards it to --concurrency workers: already compiled. */
 export interface CompiledAssignment extends XdsResource {
@@ -44,6 +45,8 @@ export class DynamicConfig implements XdsHandler {
   readonly warmingClusters = new Map<string, { tracked: TrackedResource; cluster: Cluster }>();
   /** EDS: which clusters use which assignment, and the assignments in use. */
   readonly eds = new EdsIndex();
+  /** False on --concurrency workers: accepted cluster configs are not kept for /config_dump. */
+  retainConfig = true;
   /** What the last CDS update changed: the resources rebuilt and the names removed (what workers are sent). */
   lastClusterChange: { readonly rebuilt: readonly XdsResource[]; readonly removed: readonly string[] } = { rebuilt: [], removed: [] };
   /** SDS secret names (config source `ads`) each listener / cluster names, by resource name. */
@@ -193,7 +196,8 @@ export class DynamicConfig implements XdsHandler {
       this.accepted(u.typeUrl, r.name);
       rebuilt.push(r);
       this.adsSecrets.set(`cluster/${r.name}`, adsSecretNames(r.json));
-      const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, hash };
+      // (A --concurrency worker serves no config_dump: it keeps the hash, not the config.)
+      const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: this.retainConfig ? r.json : NO_CONFIG, hash };
       // An update of a live cluster takes the endpoints it has (a removed one's went with it).
       const cla = cluster.config.type === 'EDS' ? this.eds.assignments.get(cluster.config.edsServiceName) : undefined;
       if (cla) cluster.setLoadAssignment(cla.endpoints);
