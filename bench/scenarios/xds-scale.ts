@@ -7,14 +7,17 @@
  * stall of the proxy's event loops shows up as request latency. Measured per row:
  *   push s         the push leaving the server → the last service's route reaching its endpoint
  *   max block ms   the probe's longest request during the push minus the idle p50 (≈ the longest
- *                  time an event loop serving traffic was blocked)
+ *                  time an event loop serving traffic was blocked, in wall time)
+ *   longest task   the longest synchronous task of any proxy thread during the push by that thread's
+ *                  CPU time (tools/loop-monitor.ts, preloaded): what a busy machine does not inflate;
+ *                  and how many tasks took over 50 ms
  *   p99 idle/push  the probe's p99 in a 5 s idle window before the push, and during the push
  *   RSS MB         after the push settled (1 or 2 workers), and after shrinking to one cluster
  *   assignments    ClusterLoadAssignments in /config_dump?include_eds after the shrink
  */
 import http from 'node:http';
 import path from 'node:path';
-import { writeFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { writeFileSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { AdsServer } from '../../packages/controlplane/src/ads/server.ts';
 import { Snapshot } from '../../packages/controlplane/src/ads/snapshot.ts';
 import { groupOf } from '../../packages/controlplane/src/files.ts';
@@ -38,6 +41,8 @@ const PUSH_LIMIT_MS = 600_000;
 const COLUMNS: Column[] = [
   { key: 'pushS', title: 'push s', digits: 1, better: 'lower' },
   { key: 'maxBlockMs', title: 'max block ms', digits: 0, better: 'lower' },
+  { key: 'longestTaskMs', title: 'longest task CPU ms', digits: 0, better: 'lower' },
+  { key: 'tasksOver50', title: 'tasks > 50 ms CPU', digits: 0, better: 'lower' },
   { key: 'p99IdleMs', title: 'p99 idle ms', digits: 1, better: 'lower' },
   { key: 'p99PushMs', title: 'p99 push ms', digits: 1, better: 'lower' },
   { key: 'probeErrors', title: 'probe errors', digits: 0, better: 'lower' },
@@ -125,6 +130,16 @@ async function edsAssignments(adminPort: number): Promise<number> {
   return ((eds?.dynamic_endpoint_configs as unknown[] | undefined) ?? []).length;
 }
 
+/** Tasks (thread CPU ms) the loop monitor saw in every thread of `pid` that ended within [from, to]. */
+function tasksIn(dir: string, pid: number, from: number, to: number): number[] {
+  const out: number[] = [];
+  for (const f of readdirSync(dir)) {
+    if (!f.startsWith(`loop-${pid}-`)) continue;
+    for (const [end, cpu] of JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as Array<[number, number, number]>) if (end >= from && end <= to) out.push(cpu);
+  }
+  return out.sort((a, b) => a - b);
+}
+
 interface Flavour { readonly delta: boolean; readonly workers: number }
 
 async function runOne(f: Flavour, n: number, skuaMain: string, dir: string, small: ResourceGroup, big: ResourceGroup,
@@ -134,7 +149,10 @@ async function runOne(f: Flavour, n: number, skuaMain: string, dir: string, smal
   const adminPort = await freePort(), probePort = await freePort();
   const file = path.join(dir, `xds-scale-${f.delta ? 'delta' : 'sotw'}-${f.workers}.json`);
   writeFileSync(file, JSON.stringify(bootstrap(adminPort, probePort, adsPort, f.delta)));
-  const proxy = startProcess('skua-proxy', process.execPath, [path.resolve(REPO_ROOT, skuaMain), '-c', file, '-l', 'warn', '--concurrency', String(f.workers)], { cwd: REPO_ROOT });
+  const monitorDir = path.join(dir, `loop-${f.delta ? 'delta' : 'sotw'}-${f.workers}`);
+  mkdirSync(monitorDir, { recursive: true });
+  const proxy = startProcess('skua-proxy', process.execPath, ['--import', path.join(REPO_ROOT, 'bench/tools/loop-monitor.ts'), path.resolve(REPO_ROOT, skuaMain),
+    '-c', file, '-l', 'warn', '--concurrency', String(f.workers)], { cwd: REPO_ROOT, env: { LOOP_MONITOR_DIR: monitorDir } });
   let probe: Proc | undefined;
   try {
     await waitForReady(adminPort, proxy, 60_000);
@@ -149,6 +167,7 @@ async function runOne(f: Flavour, n: number, skuaMain: string, dir: string, smal
     const pushTo = epoch();
     progress('xds-scale', `${label}: pushed in ${((pushTo - pushFrom) / 1000).toFixed(1)} s`);
     await sleep(3000);
+    const tasks = tasksIn(monitorDir, proxy.pid, pushFrom, pushTo + 500);
     const rssPushMb = rssMb(proxy.pid);
     const heapPushMb = await heapMb(adminPort);
     const active = await statValue(adminPort, 'cluster_manager.active_clusters');
@@ -170,10 +189,11 @@ async function runOne(f: Flavour, n: number, skuaMain: string, dir: string, smal
     const pushMs = push.map(([, ms]) => ms).sort((a, b) => a - b);
     const metrics = {
       pushS: (pushTo - pushFrom) / 1000, maxBlockMs: Math.max(0, (pushMs.at(-1) ?? NaN) - quantile(idle, 0.5)),
+      longestTaskMs: tasks.at(-1) ?? 0, tasksOver50: tasks.filter((t) => t > 50).length,
       p99IdleMs: quantile(idle, 0.99), p99PushMs: quantile(pushMs, 0.99), probeErrors: push.filter(([, , s]) => s !== 200).length,
       rssPushMb, rssShrunkMb, heapPushMb, heapShrunkMb, assignments, activeClustersAfterPush: active,
     };
-    progress('xds-scale', `${label}: max block ${metrics.maxBlockMs.toFixed(0)} ms, p99 ${metrics.p99IdleMs.toFixed(1)} → ${metrics.p99PushMs.toFixed(1)} ms, RSS ${rssPushMb.toFixed(0)} → ${rssShrunkMb.toFixed(0)} MB, ${assignments} assignments left`);
+    progress('xds-scale', `${label}: max block ${metrics.maxBlockMs.toFixed(0)} ms, longest task ${metrics.longestTaskMs.toFixed(0)} ms CPU, p99 ${metrics.p99IdleMs.toFixed(1)} → ${metrics.p99PushMs.toFixed(1)} ms, RSS ${rssPushMb.toFixed(0)} → ${rssShrunkMb.toFixed(0)} MB, ${assignments} assignments left`);
     return { target: 'skua', label, metrics, samples: pushMs };
   } catch (e) {
     return { target: 'skua', label, metrics: {}, error: `${(e as Error).message}\n${proxy.stderr.slice(-2000)}` };
