@@ -195,7 +195,10 @@ export class DynamicConfig implements XdsHandler {
       }
       this.accepted(u.typeUrl, r.name);
       rebuilt.push(r);
-      this.adsSecrets.set(`cluster/${r.name}`, adsSecretNames(r.json));
+      // Only clusters that name ADS secrets get an entry: SDS interest walks this map after every response.
+      const secretNames = adsSecretNames(r.json);
+      if (secretNames.length) this.adsSecrets.set(`cluster/${r.name}`, secretNames);
+      else this.adsSecrets.delete(`cluster/${r.name}`);
       // (A --concurrency worker serves no config_dump: it keeps the hash, not the config.)
       const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: this.retainConfig ? r.json : NO_CONFIG, hash };
       // An update of a live cluster takes the endpoints it has (a removed one's went with it).
