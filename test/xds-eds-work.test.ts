@@ -12,34 +12,13 @@ import { adsBootstrap } from './lib/controlplane.ts';
 import { freePort, proxyMain, type Json } from './lib/proxy.ts';
 import { startHttpBackend, type Backend } from './lib/backends.ts';
 import { request } from './lib/client.ts';
-import { T } from './lib/config.ts';
 import { TYPE_URL, any, cla, edsCluster } from './lib/xds-resources.ts';
+import { eventually, prefixListener } from './lib/eds-helpers.ts';
 import type { ProxyServer } from '../packages/proxy/src/server.ts';
 
 const MORE = 2000;
 const src = path.dirname(proxyMain);
 const load = async <M>(file: string): Promise<M> => import(pathToFileURL(path.join(src, file)).href) as Promise<M>;
-
-/** /c0 → c0, /last → the last cluster added. */
-function listener(port: number): Json {
-  const route = (prefix: string, cluster: string): Json => ({ match: { prefix }, route: { cluster } });
-  return {
-    '@type': TYPE_URL.listener, name: 'http', address: { socket_address: { address: '127.0.0.1', port_value: port } },
-    filter_chains: [{ filters: [{ name: 'envoy.filters.network.http_connection_manager', typed_config: {
-      '@type': T.hcm, stat_prefix: 'http',
-      route_config: { name: 'local', virtual_hosts: [{ name: 'all', domains: ['*'], routes: [route('/c0', 'c0'), route('/last', `c${MORE}`)] }] },
-      http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': T.router } }],
-    } }] }],
-  };
-}
-
-async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 for (const delta of [false, true]) {
   describe(`EDS work per assignment (${delta ? 'Delta' : 'SotW'}, in-process proxy)`, () => {
@@ -62,7 +41,7 @@ for (const delta of [false, true]) {
         ? stream.sendDelta({ type_url: TYPE_URL.endpoint, resources: [{ name: 'c0', version: `to-${to.name}`, resource: any(cla('c0', [to.port])) }] })
         : stream.sendSotw({ type_url: TYPE_URL.endpoint, version_info: `to-${to.name}`, resources: [any(cla('c0', [to.port]))] });
       assert.equal((await stream.reply(nonce)).error_detail?.message || undefined, undefined, 'ACKed');
-      await eventually(`c0 → ${to.name}`, async () => (await backendOf('/c0')) === to.name);
+      await eventually(`c0 → ${to.name}`, async () => (await backendOf('/c0')) === to.name, 20_000);
       return { walks: walks - w0, deliveries: (eds?.deliveries ?? NaN) - d0 };
     };
 
@@ -73,7 +52,7 @@ for (const delta of [false, true]) {
       ads = await startTestAds();
       ads.set(TYPE_URL.cluster, [edsCluster('c0')]);
       ads.set(TYPE_URL.endpoint, [cla('c0', [a.port])]);
-      ads.set(TYPE_URL.listener, [listener(port)]);
+      ads.set(TYPE_URL.listener, [prefixListener(port, { '/c0': 'c0', '/last': `c${MORE}` })]);
       const { compileBootstrap } = await load<typeof import('../packages/proxy/src/config/bootstrap.ts')>('config/bootstrap.ts');
       const { ProxyServer: Server } = await load<typeof import('../packages/proxy/src/server.ts')>('server.ts');
       const { setLogLevel } = await load<typeof import('../packages/proxy/src/core/log.ts')>('core/log.ts');
@@ -95,7 +74,7 @@ for (const delta of [false, true]) {
     });
 
     test('(c) one assignment touches its cluster only, with 1 cluster and with 2,001', async () => {
-      await eventually('c0 → a', async () => (await backendOf('/c0')) === 'a');
+      await eventually('c0 → a', async () => (await backendOf('/c0')) === 'a', 20_000);
       const small = await oneAssignment(b);
       ads.set(TYPE_URL.endpoint, [cla('c0', [b.port]), ...Array.from({ length: MORE }, (_, i) => cla(`c${i + 1}`, [a.port]))]);
       ads.set(TYPE_URL.cluster, Array.from({ length: MORE + 1 }, (_, i) => edsCluster(`c${i}`)));

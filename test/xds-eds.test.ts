@@ -11,29 +11,8 @@ import { adsBootstrap } from './lib/controlplane.ts';
 import { cleanup, freePort, startProxy, type Json, type RunningProxy } from './lib/proxy.ts';
 import { startHttpBackend, type Backend } from './lib/backends.ts';
 import { request } from './lib/client.ts';
-import { T } from './lib/config.ts';
 import { TYPE_URL, any, cla, dumpEntries, edsCluster } from './lib/xds-resources.ts';
-
-/** /c1 → cluster c1, /c2 → cluster c2. */
-function listener(port: number): Json {
-  const route = (c: string): Json => ({ match: { prefix: `/${c}` }, route: { cluster: c } });
-  return {
-    '@type': TYPE_URL.listener, name: 'http', address: { socket_address: { address: '127.0.0.1', port_value: port } },
-    filter_chains: [{ filters: [{ name: 'envoy.filters.network.http_connection_manager', typed_config: {
-      '@type': T.hcm, stat_prefix: 'http',
-      route_config: { name: 'local', virtual_hosts: [{ name: 'all', domains: ['*'], routes: [route('c1'), route('c2')] }] },
-      http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': T.router } }],
-    } }] }],
-  };
-}
-
-async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { eventually, prefixListener } from './lib/eds-helpers.ts';
 
 for (const [delta, workers] of [[false, 1], [true, 1], [false, 2], [true, 2]] as const) {
   describe(`EDS forgets (${delta ? 'Delta' : 'SotW'}, ${workers} worker${workers > 1 ? 's' : ''})`, () => {
@@ -72,7 +51,7 @@ for (const [delta, workers] of [[false, 1], [true, 1], [false, 2], [true, 2]] as
       ads = await startTestAds();
       ads.set(TYPE_URL.cluster, [edsCluster('c1'), edsCluster('c2')]);
       ads.set(TYPE_URL.endpoint, [cla('c1', [a.port]), cla('c2', [b.port])]);
-      ads.set(TYPE_URL.listener, [listener(port)]);
+      ads.set(TYPE_URL.listener, [prefixListener(port, { '/c1': 'c1', '/c2': 'c2' })]);
       proxy = await startProxy(() => adsBootstrap(ads.port, delta), { args: ['--concurrency', String(workers)] });
       stream = await ads.stream();
     });
