@@ -6,8 +6,10 @@
  * inflate (they inflate wall time: both are recorded). Each thread rewrites
  * <dir>/loop-<pid>-<threadId>.json once a second with its tasks over 5 ms CPU:
  * [[endEpochMs, cpuMs, wallMs], ...] (the newest 20,000).
+ * Retained heap: with --expose-gc, when <dir>/gc-<pid> holds a token not seen before, each thread
+ * runs a full GC and writes its heapUsed in bytes to <dir>/heap-<pid>-<threadId>-<token>.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 
@@ -28,9 +30,16 @@ if (dir) {
     lastCpu = c;
     lastWall = w;
   }, 1).unref();
+  const gcFile = path.join(dir, `gc-${process.pid}`);
+  const gc = (globalThis as { gc?: () => void }).gc;
+  let lastToken = '';
   setInterval(() => {
-    if (!dirty) return;
-    dirty = false;
-    writeFileSync(file, JSON.stringify(tasks));
+    if (dirty) { dirty = false; writeFileSync(file, JSON.stringify(tasks)); }
+    if (!gc || !existsSync(gcFile)) return;
+    const token = readFileSync(gcFile, 'utf8').trim();
+    if (token === lastToken) return;
+    lastToken = token;
+    gc();
+    writeFileSync(path.join(dir, `heap-${process.pid}-${threadId}-${token}`), String(process.memoryUsage().heapUsed));
   }, 1000).unref();
 }
