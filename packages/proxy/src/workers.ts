@@ -7,6 +7,7 @@ import type { ProxyArgs } from './agent/cli.ts';
 import { StatsStore, Histogram as HistogramClass, type Histogram } from './stats/store.ts';
 import { labelledFamily, type FamilyKind } from './stats/labelled.ts';
 import { secrets } from './tls/secrets.ts';
+import { WorkerFeed } from './worker-feed.ts';
 
 /** A worker's stats, sent to the main thread at scrape time. */
 interface StatsSnapshot {
@@ -79,19 +80,25 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
   secrets.onChange((name, secret) => {
     for (const w of workers) w.postMessage({ secret: name, raw: secret?.raw ?? null });
   });
+  const feeds = workers.map((w) => {
+    const feed = new WorkerFeed(w);
+    w.on('message', (m: { applied?: boolean }) => { if (m?.applied) feed.applied(); });
+    return feed;
+  });
   server.collectStats = async () => {
     const merged = new StatsStore();
     addInto(merged, snapshot(server.stats));
     const snaps = await Promise.all(workers.map((w) => new Promise<StatsSnapshot>((resolve) => {
-      w.once('message', (m: { stats: StatsSnapshot }) => resolve(m.stats));
+      const onStats = (m: { stats?: StatsSnapshot }): void => { if (m?.stats) { w.off('message', onStats); resolve(m.stats); } };
+      w.on('message', onStats);
       w.postMessage('stats');
     })));
     for (const s of snaps) addInto(merged, s);
     return merged;
   };
-  // Only the main thread talks to the control plane; workers apply the same updates.
-  server.onXdsUpdate = (update) => { for (const w of workers) w.postMessage({ xds: update }); };
-  server.onFetchTimeout = (key) => { for (const w of workers) w.postMessage({ fetchTimeout: key }); };
+  // Only the main thread talks to the control plane; workers apply the same updates, in order.
+  server.onXdsUpdate = (update) => { for (const f of feeds) f.send({ xds: update }); };
+  server.onFetchTimeout = (key) => { for (const f of feeds) f.send({ fetchTimeout: key }); };
   await server.start();
 }
 
@@ -103,14 +110,15 @@ async function runWorker(): Promise<void> {
     const bootstrap = compileBootstrap(loadBootstrapSource(data.configPath || undefined, data.configYaml || undefined));
     const server = new ProxyServer(bootstrap, { concurrency: 1, drainTimeS: 0, configPath: data.configPath, configYaml: data.configYaml, logLevel: data.logLevel, reusePort: true, admin: false, xdsFollower: true });
     await server.start();
-    // Updates apply one at a time, in the order the main thread applied them.
+    // Updates apply one at a time, in the order the main thread applied them; each done one asks for the next (worker-feed.ts).
     let applying: Promise<unknown> = Promise.resolve();
+    const applied = (): void => parentPort!.postMessage({ applied: true });
     parentPort!.on('message', (m: string | { xds: XdsUpdate } | { fetchTimeout: string } | { secret: string; raw: Record<string, unknown> | null }) => {
       if (m === 'stats') parentPort!.postMessage({ stats: snapshot(server.stats) });
       else if (typeof m === 'object' && 'xds' in m) {
-        applying = applying.then(() => server.dynamic?.apply(m.xds)).catch((err: Error) => log.error(`worker ${data.index}: xDS update: ${err.message}`));
+        applying = applying.then(() => server.dynamic?.apply(m.xds)).catch((err: Error) => log.error(`worker ${data.index}: xDS update: ${err.message}`)).finally(applied);
       } else if (typeof m === 'object' && 'fetchTimeout' in m) {
-        applying = applying.then(() => server.dynamic?.expireFetch(m.fetchTimeout));
+        applying = applying.then(() => server.dynamic?.expireFetch(m.fetchTimeout)).finally(applied);
       }
       else if (typeof m === 'object' && 'secret' in m) {
         try {
