@@ -14,7 +14,7 @@ interface StatsSnapshot {
   counters: Array<[string, number]>;
   gauges: Array<[string, number]>;
   histograms: Array<[string, { buckets: number[]; count: number; sum: number }]>;
-  tags: Array<[string, { base: string; tags: Array<[string, string]> }]>;
+  tags: Array<[string, { prefix: string; base: string; tags: Array<[string, string]> }]>;
   families: Array<{ namespace: string; name: string; kind: FamilyKind; series: Array<{ names: string[]; values: string[]; value: number; hist?: { buckets: number[]; count: number; sum: number } }> }>;
 }
 
@@ -23,7 +23,7 @@ function snapshot(store: StatsStore): StatsSnapshot {
     counters: [...store.counters].map(([k, c]) => [k, c.value]),
     gauges: [...store.gauges].map(([k, g]) => [k, g.value]),
     histograms: [...store.histograms].map(([k, h]) => [k, { buckets: [...h.buckets], count: h.count, sum: h.sum }]),
-    tags: [...store.tags].map(([k, t]) => [k, { base: t.base, tags: t.tags.map(([a, b]) => [a, b] as [string, string]) }]),
+    tags: [...store.tags].map(([k, t]) => [k, { prefix: t.prefix, base: t.base, tags: t.tags.map(([a, b]) => [a, b] as [string, string]) }]),
     families: [...store.families.values()].map((f) => ({
       namespace: f.namespace, name: f.name, kind: f.kind,
       series: [...f.series.values()].map((s) => {
