@@ -1,7 +1,8 @@
 /**
  * `./dev demo` (= `node demo/run.ts`): sample apps and skua-proxy on loopback, real traffic, a
- * summary. Topologies: `mesh` (default: a sidecar per app, configured by skua-controlplane from a
- * mesh file, mTLS from its CA) and `bookinfo` (one skua-proxy on a static bootstrap). Everything it starts is stopped by PID at the end (or on Ctrl-C); exit 0 when every check
+ * summary. Topologies: `istio` (default: Bookinfo from Istio's YAML, a sidecar per app and an ingress
+ * gateway, Istio's samples applied one by one), `mesh` (a sidecar per app, configured by
+ * skua-controlplane from a compact mesh file, mTLS from its CA) and `bookinfo` (one skua-proxy on a static bootstrap). Everything it starts is stopped by PID at the end (or on Ctrl-C); exit 0 when every check
  * passed and the traffic went through, 1 otherwise. Options: see USAGE.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,12 +15,15 @@ import { runLoad } from './lib/load.ts';
 import { printChecks, printLoad, printStats, splitVerdict, type CheckResult } from './lib/report.ts';
 import { bookinfo, bookinfoBootstrap, bookinfoPorts, composeBootstrap } from './topologies/bookinfo.ts';
 import { mesh, meshPorts } from './topologies/mesh.ts';
+import { istio, istioPorts } from './topologies/istio.ts';
 import type { Topology, TopologyOptions } from './lib/topology.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const USAGE = `usage: ./dev demo [options]   (node demo/run.ts)
-  --topology T       mesh (default): productpage and reviews v1/v2, a skua-proxy sidecar each, configured
-                     over ADS by skua-controlplane from a mesh file, STRICT mTLS with its CA's certificates;
+  --topology T       istio (default): Bookinfo from Istio's YAML, a skua-proxy (pilot-agent mode) per workload
+                     and one as the ingress gateway, Istio's bookinfo samples applied one by one and measured;
+                     mesh: productpage and reviews v1/v2, a skua-proxy sidecar each, configured over ADS by
+                     skua-controlplane from a compact mesh file, STRICT mTLS with its CA's certificates;
                      bookinfo: the apps behind one skua-proxy on a static Envoy bootstrap
   --duration S       seconds of load (default 5)
   --connections N    keep-alive connections for the load (default 8)
@@ -34,7 +38,7 @@ const USAGE = `usage: ./dev demo [options]   (node demo/run.ts)
 function options() {
   const { values } = parseArgs({
     options: {
-      topology: { type: 'string', default: 'mesh' },
+      topology: { type: 'string', default: 'istio' },
       duration: { type: 'string', default: '5' },
       connections: { type: 'string', default: '8' },
       'max-requests': { type: 'string', default: '50000' },
@@ -58,6 +62,7 @@ function options() {
 }
 
 const TOPOLOGIES: Record<string, (o: TopologyOptions) => Promise<Topology>> = {
+  istio: async (o) => istio(await istioPorts(), o),
   mesh: async (o) => mesh(await meshPorts(), o),
   bookinfo: async (o) => bookinfo(await bookinfoPorts(), o),
 };
@@ -68,15 +73,20 @@ async function start(topo: Topology, dir: string, echoAccessLog: () => boolean):
     writeFileSync(path.join(dir, name), text);
   }
   const procs: Proc[] = [];
+  // Processes marked `concurrent` start alongside the ones before them; the next other one waits for all.
+  let pending: Promise<void>[] = [];
   for (const spec of topo.processes) {
+    if (!spec.concurrent) { await Promise.all(pending); pending = []; }
     const onLine = spec.proxy ? (l: string) => { if (echoAccessLog()) console.log(`  [${spec.name}] ${l}`); } : undefined;
     await spec.prepare?.();
     if (spec.cwd) mkdirSync(spec.cwd, { recursive: true });
     const proc = startNode(spec.name, path.join(ROOT, spec.script), spec.args ?? [], { env: spec.env, cwd: spec.cwd, onLine });
     procs.push(proc);
-    if ('admin' in spec.ready) await waitForReady(proc, spec.ready.admin);
-    else await waitForPort(proc, spec.ready.port);
+    const r = typeof spec.ready === 'function' ? spec.ready() : spec.ready;
+    const ready = 'admin' in r ? waitForReady(proc, r.admin, 60_000, r.host) : waitForPort(proc, r.port, 20_000, r.host);
+    if (spec.concurrent) pending.push(ready); else await ready;
   }
+  await Promise.all(pending);
   return procs;
 }
 
@@ -115,6 +125,9 @@ async function main(): Promise<number> {
       try { checks.push({ name: c.name, ok: true, detail: await c.run() }); } catch (err) { checks.push({ name: c.name, ok: false, detail: (err as Error).message }); }
     }
     printChecks(checks);
+    // A failed check is easier to read next to what the control plane said.
+    const cp = procs.find((x) => x.name === 'skua-controlplane');
+    if (cp && checks.some((c) => !c.ok)) console.log(`skua-controlplane's last lines:\n${tailOf(cp, 25)}\n`);
 
     console.log(`load: ${opts.connections} keep-alive connections for ${opts.durationMs / 1000} s (at most ${opts.maxRequests} requests)...`);
     const load = await runLoad(topo.load, { durationMs: opts.durationMs, connections: opts.connections, maxRequests: opts.maxRequests, splitHeader: topo.split?.header, stopped: () => interrupted });

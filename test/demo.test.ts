@@ -17,8 +17,19 @@ async function runDemo(args: readonly string[]): Promise<string> {
   return out;
 }
 
-test('the default (mesh) demo: sidecars from the control plane, mTLS, a live mesh edit', { timeout: 90_000 }, async () => {
+test('the default (istio) demo: Bookinfo from Istio YAML, each bookinfo sample applied and its effect measured', { timeout: 300_000 }, async () => {
   const out = await runDemo([]);
+  for (const step of ['bookinfo-gateway.yaml', 'virtual-service-all-v1.yaml', 'virtual-service-reviews-jason-v2-v3.yaml', 'virtual-service-ratings-test-delay.yaml',
+    'virtual-service-ratings-test-abort.yaml', 'fault-injection-details-v1.yaml', 'egress-rule-google-apis.yaml', 'virtual-service-reviews-50-v3.yaml', 'route-reviews-90-10.yaml', 'peer-authn-strict.yaml', 'deny-both-http-tcp-in.yaml', 'authz-valid.yaml']) {
+    assert.match(out, new RegExp(`ok +[^\\n]*${step.replace(/[.]/g, '\\.')}`), step);
+  }
+  assert.match(out, /ok +virtual-service-reviews-50-v3\.yaml[^\n]*v1 \d+ \/ v3 \d+; v3 [\d.]+%/);
+  assert.match(out, /reviews sees spiffe:\/\/cluster\.local\/ns\/default\/sa\/bookinfo-productpage/);
+  assert.match(out, /httpbin rbac denied [1-9]/);
+});
+
+test('the mesh demo: sidecars from the control plane\'s compact mesh file, mTLS, a live mesh edit', { timeout: 90_000 }, async () => {
+  const out = await runDemo(['--topology', 'mesh']);
   assert.match(out, /ok +mTLS: reviews sees productpage's SPIFFE id +x-forwarded-client-cert URI=spiffe:\/\/cluster\.local\/ns\/default\/sa\/bookinfo-productpage/);
   assert.match(out, /ok +live mesh edit: weights 0\/100 +applied in \d+ ms/);
   assert.match(out, /control_plane\.connected_state: 1/);

@@ -10,14 +10,7 @@ import { startTestAds, type AdsStream, type TestAds } from './lib/ads-server.ts'
 import { adsBootstrap } from './lib/controlplane.ts';
 import { cleanup, freePort, startProxy, type Json, type RunningProxy } from './lib/proxy.ts';
 import { startHttpBackend, type Backend } from './lib/backends.ts';
-import { run } from './lib/client.ts';
-import { TYPE_URL, activePort, any, dynamicListener, errorDetails, httpListener, servedBy, servedBySet, staticCluster } from './lib/xds-resources.ts';
-
-/** Listening sockets on a port (one per worker with SO_REUSEPORT). */
-async function listeningSockets(port: number): Promise<number> {
-  const out = (await run('ss', ['-Hltn', `sport = :${port}`])).stdout.trim();
-  return out === '' ? 0 : out.split('\n').length;
-}
+import { TYPE_URL, activePort, eventually, listeningSockets, any, dynamicListener, errorDetails, httpListener, servedBy, servedBySet, staticCluster } from './lib/xds-resources.ts';
 
 /** A plain socket holding a port, as another process would (no SO_REUSEPORT). */
 function occupy(port: number): Promise<Server> {
@@ -28,13 +21,6 @@ function occupy(port: number): Promise<Server> {
   });
 }
 
-async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 for (const delta of [false, true]) {
   for (const workers of [1, 2]) {

@@ -18,7 +18,7 @@ import { request } from './lib/client.ts';
 import { T } from './lib/config.ts';
 import {
   TYPE_URL, UNDECODABLE_CLUSTER, activeCluster, any, cla, dumpEntries, dynamicListener, edsCluster, errorDetails,
-  httpListener, listenerWithUnknownFilter, servedBy, staticCluster,
+  httpListener, listenerWithUnknownFilter, listeningSockets, servedBy, staticCluster,
 } from './lib/xds-resources.ts';
 
 const SDS_GRPC = { api_config_source: { api_type: 'GRPC', grpc_services: [{ envoy_grpc: { cluster_name: 'sds-grpc' } }] }, resource_api_version: 'V3' };
@@ -41,8 +41,9 @@ function servedCn(port: number): Promise<string> {
   });
 }
 
-for (const delta of [false, true]) {
-  const mode = delta ? 'Delta' : 'SotW';
+// Two workers as well (SotW): they apply each update as the main thread applied it.
+for (const [delta, workers] of [[false, 1], [true, 1], [false, 2]] as const) {
+  const mode = `${delta ? 'Delta' : 'SotW'}, --concurrency ${workers}`;
   describe(`xDS contract (${mode}): a refused update changes nothing, only subscribed names apply`, () => {
     let ads: TestAds, proxy: RunningProxy, stream: AdsStream, a: Backend, b: Backend;
     let identity: TestCert, attacker: TestCert, serverCert: TestCert, certDir: string;
@@ -68,12 +69,18 @@ for (const delta of [false, true]) {
         assert.equal((await send(typeUrl, jsons)).error, undefined, `baseline ${typeUrl}`);
       }
     };
+    /** Requests on fresh connections (with two workers, enough to reach both) all reach the backend. */
     const assertServes = async (what: string): Promise<void> => {
       const n = a.requests.length;
-      const r = await request(`http://127.0.0.1:${port}/${what}`);
-      assert.equal(r.status, 200, `${what}: ${r.status} ${r.text}`);
-      assert.equal(r.headers['x-listener'], 'http');
-      assert.equal(a.requests.length, n + 1, `${what}: the request reached the backend`);
+      const count = workers === 1 ? 1 : 16;
+      for (let i = 0; i < count; i++) {
+        const r = await request(`http://127.0.0.1:${port}/${what}`);
+        assert.equal(r.status, 200, `${what}: ${r.status} ${r.text}`);
+        assert.equal(r.headers['x-listener'], 'http');
+      }
+      assert.equal(a.requests.length, n + count, `${what}: every request reached the backend`);
+      // SO_REUSEPORT hands a closed socket's share to the others: count the sockets too.
+      if (workers > 1) assert.equal(await listeningSockets(port), workers, `${what}: every worker listening`);
     };
 
     before(async () => {
@@ -91,7 +98,7 @@ for (const delta of [false, true]) {
       ads.set(TYPE_URL.listener, listeners());
       ads.set(TYPE_URL.secret, [secret('server-cert', serverCert)]);
       // FILE_MOUNTED_CERTS: the agent's secret manager owns `default` and `ROOTCA`, not ADS.
-      proxy = await startProxy(() => adsBootstrap(ads.port, delta), { env: { FILE_MOUNTED_CERTS: 'true' }, cwd: certDir });
+      proxy = await startProxy(() => adsBootstrap(ads.port, delta), { env: { FILE_MOUNTED_CERTS: 'true' }, cwd: certDir, args: ['--concurrency', String(workers)] });
       stream = await ads.stream();
     });
     after(() => cleanup(() => proxy?.stop(), () => ads?.close(), () => a?.close(), () => b?.close(),
@@ -199,6 +206,22 @@ for (const delta of [false, true]) {
         await assertServes('dup-first-copy');
         assert.match(errorDetails(await activeCluster(proxy, 'backend')) ?? '', /duplicate cluster backend found/);
       }
+    });
+
+    test('a flood of responses is applied in order, each answered, the last one standing', async () => {
+      await baseline();
+      const nonces: string[] = [];
+      for (let i = 0; i < 200; i++) {
+        const target = i % 2 === 0 ? b.port : a.port;
+        const jsons = [staticCluster('backend', target), edsCluster('eds-backend')];
+        nonces.push(delta
+          ? stream.sendDelta({ type_url: TYPE_URL.cluster, resources: jsons.map((j) => ({ name: String(j.name), version: String(i), resource: any(j) })) })
+          : stream.sendSotw({ type_url: TYPE_URL.cluster, version_info: String(i), resources: jsons.map(any) }));
+      }
+      const last = await stream.reply(nonces[nonces.length - 1], 30_000);
+      assert.equal(last.error_detail, undefined);
+      assert.equal(nonces.filter((n) => stream.requests.some((r) => r.response_nonce === n)).length, 200, 'every response answered');
+      await assertServes('after-flood');
     });
 
     test('defect 6: bytes that are not a DiscoveryResponse reset the stream; the client reconnects and keeps serving', async () => {

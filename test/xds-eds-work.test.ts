@@ -58,7 +58,7 @@ for (const delta of [false, true]) {
       const { setLogLevel } = await load<typeof import('../packages/proxy/src/core/log.ts')>('core/log.ts');
       setLogLevel('error');
       const bootstrap = { ...adsBootstrap(ads.port, delta), admin: { address: { socket_address: { address: '127.0.0.1', port_value: adminPort } } } };
-      server = new Server(compileBootstrap(bootstrap), { concurrency: 1, drainTimeS: 0, configPath: '', configYaml: '', logLevel: 'error', reusePort: false, admin: true });
+      server = new Server(compileBootstrap(bootstrap), { concurrency: 1, drainTimeS: 0, drainStrategy: 'immediate', configPath: '', configYaml: '', logLevel: 'error', reusePort: false, admin: true });
       // Every walk over all clusters is counted.
       const all = server.clusters.all.bind(server.clusters);
       server.clusters.all = function* () { for (const c of all()) { walks++; yield c; } };

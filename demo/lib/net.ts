@@ -39,9 +39,9 @@ export function getFrom(host: string, port: number, path: string, headers: Recor
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-function connects(port: number): Promise<boolean> {
+function connects(port: number, host: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const s = net.connect(port, HOST);
+    const s = net.connect(port, host);
     s.once('connect', () => { s.destroy(); resolve(true); });
     s.once('error', () => resolve(false));
   });
@@ -61,14 +61,14 @@ async function until(proc: Proc, what: string, timeoutMs: number, ok: () => Prom
   throw new Error(`${proc.name}: not ${what} after ${timeoutMs / 1000} s (${last})\n${tailOf(proc)}`);
 }
 
-export function waitForPort(proc: Proc, port: number, timeoutMs = 5000): Promise<void> {
-  return until(proc, `listening on :${port}`, timeoutMs, async () => (await connects(port)) || 'connection refused');
+export function waitForPort(proc: Proc, port: number, timeoutMs = 5000, host = HOST): Promise<void> {
+  return until(proc, `listening on ${host}:${port}`, timeoutMs, async () => (await connects(port, host)) || 'connection refused');
 }
 
 /** Envoy's readiness: admin `GET /ready` answers 200 `LIVE`. */
-export function waitForReady(proc: Proc, adminPort: number, timeoutMs = 15_000): Promise<void> {
+export function waitForReady(proc: Proc, adminPort: number, timeoutMs = 15_000, host = HOST): Promise<void> {
   return until(proc, 'ready', timeoutMs, async () => {
-    const r = await get(adminPort, '/ready', {}, 500);
+    const r = await getFrom(host, adminPort, '/ready', {}, 500);
     return r.status === 200 || `GET /ready: ${r.status} ${r.body.trim()}`;
   });
 }

@@ -1,5 +1,5 @@
 /** The demo's summary: checks, load (status counts, latency percentiles, split) and the proxy's stats. */
-import { get, HOST } from './net.ts';
+import { getFrom, HOST } from './net.ts';
 import { percentile, type LoadResult } from './load.ts';
 
 export interface CheckResult { readonly name: string; readonly ok: boolean; readonly detail: string }
@@ -45,13 +45,13 @@ export function splitVerdict(seen: Map<string, number>, expect: Record<string, n
   return { ok, line: `observed split: ${parts.join(' / ')} of ${total}; configured ${want}${ok ? '' : '  ← OFF'}` };
 }
 
-export async function printStats(admins: ReadonlyArray<{ name: string; port: number }>, filter: RegExp): Promise<void> {
+export async function printStats(admins: ReadonlyArray<{ name: string; port: number; host?: string }>, filter: RegExp): Promise<void> {
   for (const a of admins) {
     try {
-      const r = await get(a.port, `/stats?format=json`);
+      const r = await getFrom(a.host ?? HOST, a.port, `/stats?format=json`);
       const stats = (JSON.parse(r.body) as { stats: Array<{ name: string; value: number }> }).stats;
       const shown = stats.filter((s) => filter.test(s.name) && (s.value !== 0 || s.name.endsWith('_total')));
-      console.log(`${a.name} stats (admin http://${HOST}:${a.port}/stats):`);
+      console.log(`${a.name} stats (admin http://${a.host ?? HOST}:${a.port}/stats):`);
       for (const s of shown) console.log(`  ${s.name}: ${s.value}`);
     } catch (err) {
       console.log(`${a.name} stats: unavailable (${(err as Error).message})`);

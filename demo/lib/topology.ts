@@ -13,11 +13,18 @@ export interface ProcessSpec {
   readonly cwd?: string;
   /** Run just before the process starts (after the ones before it are ready), e.g. to mint a token. */
   readonly prepare?: () => Promise<void>;
-  /** Ready when this port accepts connections, or when this Envoy admin port answers /ready. */
-  readonly ready: { readonly port: number } | { readonly admin: number };
+  /**
+   * Ready when this port accepts connections, or when this Envoy admin port answers /ready (on `host`,
+   * default 127.0.0.1); a function is asked after `prepare` (for ports chosen there).
+   */
+  readonly ready: ReadySpec | (() => ReadySpec);
+  /** Start without waiting for the previous process to be ready (the next non-concurrent one waits for all). */
+  readonly concurrent?: boolean;
   /** A proxy: its stdout is its access log (tail shown in the summary, echoed with --keep). */
   readonly proxy?: boolean;
 }
+
+export type ReadySpec = { readonly port: number; readonly host?: string } | { readonly admin: number; readonly host?: string };
 
 /** One kind of request in the load mix. */
 export interface LoadTarget {
@@ -48,7 +55,7 @@ export interface Topology {
   /** A response header whose values show a traffic split, and the expected shares. */
   readonly split?: { readonly header: string; readonly expect: Record<string, number> };
   /** Admin ports to read stats from, and which stats to show. */
-  readonly admins: ReadonlyArray<{ readonly name: string; readonly port: number }>;
+  readonly admins: ReadonlyArray<{ readonly name: string; readonly port: number; readonly host?: string }>;
   readonly stats: RegExp;
   /** What a person can try while `--keep` holds the topology up. */
   readonly urls: readonly string[];

@@ -72,7 +72,9 @@ export function sidecarBootstrap(w: Workload, xdsPort: number, adminPort: number
       id: nodeId(w), cluster: `${w.app}.${NAMESPACE}`,
       metadata: { NAME: w.name, NAMESPACE, WORKLOAD_NAME: w.name, SERVICE_ACCOUNT: w.serviceAccount, CLUSTER_ID: 'Kubernetes', MESH_ID: 'cluster.local', LABELS: { app: w.app, version: w.version } },
     },
-    admin: { address: socketAddress(HOST, adminPort) },
+    // On the workload's own address: a port chosen free on 127.0.0.1 can be taken there by any
+    // loopback connection's ephemeral port before the sidecar starts.
+    admin: { address: socketAddress(w.ip, adminPort) },
     dynamic_resources: {
       ads_config: { api_type: 'DELTA_GRPC', transport_api_version: 'V3', set_node_on_first_message_only: true, grpc_services: [{ envoy_grpc: { cluster_name: 'xds-grpc' } }] },
       lds_config: ads,

@@ -14,6 +14,7 @@ import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort, get, getFrom, HOST, type Reply } from '../lib/net.ts';
+import { eventually, expect, stats } from '../lib/checks.ts';
 import { toYaml } from '../lib/yaml.ts';
 import type { Check, ProcessSpec, Topology, TopologyOptions } from '../lib/topology.ts';
 import { meshDoc, NAMESPACE, sidecarBootstrap, spiffeId, WORKLOADS, type Split, type Workload } from './mesh-file.ts';
@@ -48,28 +49,6 @@ export async function meshPorts(): Promise<MeshPorts> {
   return { service, xds, ca, apps, admins };
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-function expect(cond: boolean, what: string): void {
-  if (!cond) throw new Error(what);
-}
-
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  for (;;) {
-    const got = await probe().catch((err: Error) => { last = err.message; return undefined; });
-    if (got !== undefined) return got;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? ` (${last})` : ''}`);
-    await sleep(100);
-  }
-}
-
-async function stats(adminPort: number): Promise<Map<string, number>> {
-  const r = await get(adminPort, '/stats?format=json');
-  return new Map((JSON.parse(r.body) as { stats: Array<{ name: string; value: number }> }).stats.map((s) => [s.name, s.value]));
-}
-
 /** Writes then renames, so the control plane's watcher never reads half a file. */
 function writeAtomic(file: string, text: string): void {
   writeFileSync(`${file}.tmp`, text);
@@ -100,7 +79,7 @@ function checks(p: MeshPorts, meshFile: string): Check[] {
       const t0 = performance.now();
       for (const k of KEYS) {
         await eventually(`${WORKLOADS[k].name}'s sidecar to take LDS`, async () => {
-          const s = await stats(p.admins[k]);
+          const s = await stats(p.admins[k], WORKLOADS[k].ip);
           return s.get('control_plane.connected_state') === 1 && (s.get('listener_manager.lds.update_success') ?? 0) >= 1 ? true : undefined;
         });
       }
@@ -182,7 +161,7 @@ export function mesh(p: MeshPorts, opts: TopologyOptions): Topology {
       env: { CA_ADDR: `${HOST}:${p.ca}`, CA_ROOT_CA: path.join(stateDir, 'root-cert.pem'), TRUST_DOMAIN: 'cluster.local', POD_NAMESPACE: NAMESPACE, SERVICE_ACCOUNT: w.serviceAccount },
       cwd: wlDir,
       prepare: () => provision(w, stateDir, wlDir),
-      ready: { admin: p.admins[k] },
+      ready: { admin: p.admins[k], host: w.ip },
       proxy: true,
     };
   };
@@ -212,14 +191,14 @@ export function mesh(p: MeshPorts, opts: TopologyOptions): Topology {
       { label: 'GET /reviews/1 (sidecar)', host: pp.outboundIp, port: p.service, path: '/reviews/1', headers: { host: `reviews:${p.service}` }, weight: 40, expect: 200 },
     ],
     split: { header: 'x-reviews-version', expect: { v1: MESH_SPLIT.v1 / 100, v2: MESH_SPLIT.v2 / 100 } },
-    admins: KEYS.map((k) => ({ name: `${WORKLOADS[k].name} sidecar`, port: p.admins[k] })),
+    admins: KEYS.map((k) => ({ name: `${WORKLOADS[k].name} sidecar`, port: p.admins[k], host: WORKLOADS[k].ip })),
     stats: /^(control_plane\.connected_state|listener_manager\.lds\.update_success|cluster_manager\.cds\.update_success|xds\.rds\.update_success|cluster\.outbound\|\d+\|v[12]\|reviews\.[\w.]+\.(upstream_rq_2xx|ssl\.handshake)|cluster\.inbound\|\d+\|\|\.upstream_rq_2xx|listener\.[\d._]+\.ssl\.handshake|http\.[\w.]+\.downstream_rq_(total|[2-5]xx))$/,
     urls: [
       `curl -i http://${HOST}:${p.apps.productpage}/productpage          (the productpage app; it calls reviews through its sidecar)`,
       `curl -i -H 'host: reviews:${p.service}' ${outbound}/reviews/1   (productpage's sidecar; the body's "peer" is the xfcc reviews saw)`,
       `curl -i -H 'host: reviews:${p.service}' -H 'x-canary: true' ${outbound}/reviews/1`,
       `edit ${meshFile} (e.g. the split's weights): skua-controlplane pushes the change`,
-      ...KEYS.map((k) => `${WORKLOADS[k].name} sidecar admin: http://${HOST}:${p.admins[k]}/  (/config_dump, /stats, /clusters, /certs)`),
+      ...KEYS.map((k) => `${WORKLOADS[k].name} sidecar admin: http://${WORKLOADS[k].ip}:${p.admins[k]}/  (/config_dump, /stats, /clusters, /certs)`),
     ],
   };
 }

@@ -43,6 +43,8 @@ export interface TestAds {
   readonly streams: AdsStream[];
   /** Replaces the resources of a type and pushes them to every stream subscribed to it. */
   set(typeUrl: string, resources: readonly Json[]): void;
+  /** The same with resources already encoded (bytes encode.ts would refuse: a newer or a broken control plane). */
+  setEncoded(typeUrl: string, resources: readonly EncodedResource[]): void;
   /** Holds back answers for a type (subscriptions are recorded) until release(). */
   hold(typeUrl: string): void;
   release(typeUrl: string): void;
@@ -52,6 +54,8 @@ export interface TestAds {
   waitFor<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs?: number): Promise<T>;
   close(): void;
 }
+
+export interface EncodedResource { readonly name: string; readonly resource: { readonly type_url: string; readonly value: Uint8Array } }
 
 const identity = (b: Buffer): Buffer => b;
 
@@ -66,26 +70,22 @@ async function poll<T>(probe: () => T | undefined | false | Promise<T | undefine
 }
 
 export async function startTestAds(opts: { host?: string; tls?: { cert: string; key: string } } = {}): Promise<TestAds> {
-  const state = new Map<string, readonly Json[]>();
+  const state = new Map<string, readonly EncodedResource[]>();
   const held = new Set<string>();
   const streams: AdsStream[] = [];
   let nonce = 0;
   let version = 0;
 
-  const wanted = (stream: AdsStream, typeUrl: string, only?: ReadonlySet<string>): Json[] => {
+  const wanted = (stream: AdsStream, typeUrl: string, only?: ReadonlySet<string>): EncodedResource[] => {
     const sub = stream.names.get(typeUrl);
-    return (state.get(typeUrl) ?? []).filter((json) => {
-      const name = resourceName(typeUrl, json);
-      if (only) return only.has(name);
-      return !sub || sub.wildcard || sub.names.has(name);
-    });
+    return (state.get(typeUrl) ?? []).filter((r) => (only ? only.has(r.name) : !sub || sub.wildcard || sub.names.has(r.name)));
   };
 
   const respond = (stream: AdsStream, typeUrl: string, only?: ReadonlySet<string>): void => {
     if (!stream.open || held.has(typeUrl)) return;
     const resources = wanted(stream, typeUrl, only);
-    if (stream.kind === 'sotw') stream.sendSotw({ type_url: typeUrl, version_info: `v${version}`, resources: resources.map((j) => encodeResource(j)) });
-    else stream.sendDelta({ type_url: typeUrl, system_version_info: `v${version}`, resources: resources.map((j) => ({ name: resourceName(typeUrl, j), version: `v${version}`, resource: encodeResource(j) })) });
+    if (stream.kind === 'sotw') stream.sendSotw({ type_url: typeUrl, version_info: `v${version}`, resources: resources.map((r) => r.resource) });
+    else stream.sendDelta({ type_url: typeUrl, system_version_info: `v${version}`, resources: resources.map((r) => ({ ...r, version: `v${version}` })) });
   };
 
   const handler = (kind: 'sotw' | 'delta') => (call: ServerDuplexStream<Buffer, Buffer>): void => {
@@ -140,6 +140,12 @@ export async function startTestAds(opts: { host?: string; tls?: { cert: string; 
     call.on('cancelled', done);
   };
 
+  const setEncoded = (typeUrl: string, resources: readonly EncodedResource[]): void => {
+    version++;
+    state.set(typeUrl, resources);
+    for (const s of streams) if (s.open && s.subscribed.has(typeUrl)) respond(s, typeUrl);
+  };
+
   const server = new Server();
   const method = (path: string): Record<string, unknown> => ({
     path, requestStream: true, responseStream: true,
@@ -160,10 +166,9 @@ export async function startTestAds(opts: { host?: string; tls?: { cert: string; 
     port,
     streams,
     set(typeUrl, resources) {
-      version++;
-      state.set(typeUrl, resources);
-      for (const s of streams) if (s.open && s.subscribed.has(typeUrl)) respond(s, typeUrl);
+      setEncoded(typeUrl, resources.map((json) => ({ name: resourceName(typeUrl, json), resource: encodeResource(json) })));
     },
+    setEncoded,
     hold(typeUrl) { held.add(typeUrl); },
     release(typeUrl) {
       held.delete(typeUrl);

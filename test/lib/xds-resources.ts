@@ -4,13 +4,14 @@
 import { TYPE_URL, type AnyBytes } from '../../packages/proxy/src/xds/discovery.ts';
 import { encodeResource, toPlainMessage } from '../../packages/proxy/src/xds/encode.ts';
 import { typeForUrl } from '../../packages/proxy/src/xds/protos.ts';
-import { request } from './client.ts';
+import { request, run, sleep } from './client.ts';
 import type { Json, RunningProxy } from './proxy.ts';
 import { T } from './config.ts';
 
 export { TYPE_URL };
 
-const ADS = { ads: {}, resource_api_version: 'V3' };
+/** A fresh ADS config source (callers may set initial_fetch_timeout on it). */
+const ads = (): Json => ({ ads: {}, resource_api_version: 'V3' });
 
 export function staticCluster(name: string, port: number): Json {
   return {
@@ -20,7 +21,7 @@ export function staticCluster(name: string, port: number): Json {
 }
 
 export function edsCluster(name: string): Json {
-  return { '@type': TYPE_URL.cluster, name, type: 'EDS', connect_timeout: '1s', eds_cluster_config: { eds_config: ADS } };
+  return { '@type': TYPE_URL.cluster, name, type: 'EDS', connect_timeout: '1s', eds_cluster_config: { eds_config: ads() } };
 }
 
 export function cla(name: string, ports: readonly number[]): Json {
@@ -45,7 +46,7 @@ export function httpListener(name: string, port: number, opts: ListenerOpts = {}
     response_headers_to_add: [{ header: { key: 'x-listener', value: name } }],
   }];
   const routes = opts.rds
-    ? { rds: { route_config_name: opts.rds, config_source: { ...ADS, ...(opts.rdsFetchTimeout ? { initial_fetch_timeout: opts.rdsFetchTimeout } : {}) } } }
+    ? { rds: { route_config_name: opts.rds, config_source: { ...ads(), ...(opts.rdsFetchTimeout ? { initial_fetch_timeout: opts.rdsFetchTimeout } : {}) } } }
     : { route_config: { name: `${name}-routes`, virtual_hosts: vhosts } };
   const hcm = {
     name: 'envoy.filters.network.http_connection_manager',
@@ -122,4 +123,19 @@ export function errorDetails(entry: Json | undefined): string | undefined {
 export function activePort(entry: Json | undefined): number | undefined {
   const l = (entry?.active_state as Json | undefined)?.listener as Json | undefined;
   return ((l?.address as Json | undefined)?.socket_address as Json | undefined)?.port_value as number | undefined;
+}
+
+/** Polls `check` (a throw counts as false) until it holds. */
+export async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** Listening sockets on a port (one per worker with SO_REUSEPORT). */
+export async function listeningSockets(port: number): Promise<number> {
+  const out = (await run('ss', ['-Hltn', `sport = :${port}`])).stdout.trim();
+  return out === '' ? 0 : out.split('\n').length;
 }

@@ -23,21 +23,24 @@ export interface FileProblem {
 }
 
 /**
- * Encodes a list of proto-JSON resources (with `@type`) into a group. Throws naming the resource.
+ * Encodes a list of proto-JSON resources (with `@type`) into a group. Throws naming the resource
+ * and the field's path (`paths[i]`: where resource i sits in its file; `resources[i]` by default).
  * `cache` (JSON text → resource) lets many groups share the encoding of identical resources.
  */
-export function groupOf(source: string, resources: readonly Json[], forNodes?: readonly string[], cache?: Map<string, CpResource>): ResourceGroup {
+export function groupOf(source: string, resources: readonly Json[], forNodes?: readonly string[], cache?: Map<string, CpResource>,
+  paths?: readonly string[]): ResourceGroup {
   const byType = new Map<string, Map<string, CpResource>>();
   for (const [i, raw] of resources.entries()) {
+    const where = paths?.[i] ?? `resources[${i}]`;
     const typeUrl = String(raw['@type'] ?? '');
     const json = typeUrl === TYPE_URL.authorization ? authorizationFromGroups(raw) : raw;
     const name = resourceName(typeUrl, json) || String(json.cluster_name ?? json.clusterName ?? '');
-    if (!name) throw new Error(`resources[${i}] (${typeUrl || 'no @type'}) has no name`);
+    if (!name) throw new Error(`${where || 'the resource'} (${typeUrl || 'no @type'}) has no name`);
     const key = cache ? JSON.stringify(json) : '';
     let r = cache?.get(key);
     if (!r) {
       let any;
-      try { any = encodeResource(json, `resources[${i}]`); } catch (e) { throw new Error(`${name}: ${(e as Error).message}`); }
+      try { any = encodeResource(json, where); } catch (e) { throw new Error(`${name}: ${(e as Error).message}`); }
       r = { name, version: contentVersion(any.value), any };
       cache?.set(key, r);
     }
@@ -58,37 +61,46 @@ export function authorizationFromGroups(json: Json): Json {
   return { ...rest, rules: (groups as Json[]).map((g) => ({ clauses: Array.isArray(g.rules) ? g.rules : [] })) };
 }
 
-/** The resources a parsed document holds (see the module comment for the shapes). */
-export function resourcesInDocument(doc: unknown): { resources: Json[]; forNodes: string[] | undefined } {
+/**
+ * The resources a parsed document holds (see the module comment for the shapes), each with its
+ * path in the document (`resources[3]`, `configs[1].dynamic_active_clusters[0].cluster`, '').
+ */
+export function resourcesInDocument(doc: unknown): { resources: Json[]; paths: string[]; forNodes: string[] | undefined } {
   const out: Json[] = [];
-  if (doc === null || typeof doc !== 'object') return { resources: out, forNodes: undefined };
+  const paths: string[] = [];
+  if (doc === null || typeof doc !== 'object') return { resources: out, paths, forNodes: undefined };
   const d = doc as Json;
   const forNodes = Array.isArray(d.for_nodes) ? d.for_nodes.map(String) : undefined;
-  if (Array.isArray(d.resources)) for (const r of d.resources) out.push(r as Json);
-  else if (Array.isArray(d.configs)) for (const c of d.configs) out.push(...fromConfigDump(c as Json));
-  else if (typeof d['@type'] === 'string') out.push(d);
-  return { resources: out, forNodes };
+  if (Array.isArray(d.resources)) d.resources.forEach((r, i) => { out.push(r as Json); paths.push(`resources[${i}]`); });
+  else if (Array.isArray(d.configs)) d.configs.forEach((c, i) => fromConfigDump(c as Json, `configs[${i}]`, out, paths));
+  else if (typeof d['@type'] === 'string') { out.push(d); paths.push(''); }
+  return { resources: out, paths, forNodes };
 }
 
-/** The dynamic sections of an admin.v3 *ConfigDump (active state only). */
-function fromConfigDump(c: Json): Json[] {
-  const out: Json[] = [];
-  const take = (list: unknown, ...path: string[]): void => {
+/** The dynamic sections of an admin.v3 *ConfigDump (active state only), with their paths. */
+function fromConfigDump(c: Json, base: string, out: Json[], paths: string[]): void {
+  const take = (key: string, ...path: string[]): void => {
+    const k = key in c ? key : camel(key);
+    const list = c[k];
     if (!Array.isArray(list)) return;
-    for (const item of list) {
+    list.forEach((item, i) => {
       let v: unknown = item;
-      for (const p of path) v = v && typeof v === 'object' ? (v as Json)[p] ?? (v as Json)[camel(p)] : undefined;
-      if (v && typeof v === 'object') out.push(v as Json);
-    }
+      let where = `${base}.${k}[${i}]`;
+      for (const p of path) {
+        if (!v || typeof v !== 'object') break;
+        const pk = p in v ? p : camel(p);
+        v = (v as Json)[pk];
+        where += `.${pk}`;
+      }
+      if (v && typeof v === 'object') { out.push(v as Json); paths.push(where); }
+    });
   };
-  const get = (k: string): unknown => c[k] ?? c[camel(k)];
-  take(get('dynamic_listeners'), 'active_state', 'listener');
-  take(get('dynamic_active_clusters'), 'cluster');
-  take(get('dynamic_route_configs'), 'route_config');
-  take(get('dynamic_endpoint_configs'), 'endpoint_config');
-  take(get('dynamic_active_secrets'), 'secret');
-  take(get('ecds_filters'), 'ecds_filter');
-  return out;
+  take('dynamic_listeners', 'active_state', 'listener');
+  take('dynamic_active_clusters', 'cluster');
+  take('dynamic_route_configs', 'route_config');
+  take('dynamic_endpoint_configs', 'endpoint_config');
+  take('dynamic_active_secrets', 'secret');
+  take('ecds_filters', 'ecds_filter');
 }
 
 function camel(k: string): string {
@@ -98,17 +110,20 @@ function camel(k: string): string {
 export function loadFile(file: string): ResourceGroup {
   const text = readFileSync(file, 'utf8');
   const resources: Json[] = [];
+  const paths: string[] = [];
   let forNodes: string[] | undefined;
   const docs = file.endsWith('.json') ? [JSON.parse(text) as unknown] : parseAllDocuments(text).map((d) => {
     if (d.errors.length) throw new Error(d.errors[0].message);
     return d.toJS() as unknown;
   });
-  for (const doc of docs) {
+  for (const [i, doc] of docs.entries()) {
     const r = resourcesInDocument(doc);
     resources.push(...r.resources);
+    // In a YAML stream, say which document: `documents[1].resources[0]` is in the second one.
+    paths.push(...r.paths.map((p) => (docs.length > 1 ? (p ? `documents[${i}].${p}` : `documents[${i}]`) : p)));
     forNodes = r.forNodes ?? forNodes;
   }
-  return groupOf(file, resources, forNodes);
+  return groupOf(file, resources, forNodes, undefined, paths);
 }
 
 /** A watched directory: calls `onChange` with every file's current group after each change. */

@@ -5,10 +5,15 @@ import { ProxyServer, VERSION } from './server.ts';
 import { startWorkers } from './workers.ts';
 import { runPilotProxy, runPilotWait } from './agent/run-agent.ts';
 
-/** skua-proxy: pilot-agent's `proxy` / `wait` commands, or Envoy's command line over a bootstrap. */
+/** skua-proxy: pilot-agent's `proxy` / `wait` commands, istio-init's `istio-iptables`, or Envoy's command line over a bootstrap. */
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'proxy') return runPilotProxy(argv.slice(1));
   if (argv[0] === 'wait') return runPilotWait(argv.slice(1));
+  if (argv[0] === 'istio-iptables' || argv[0] === 'istio-clean-iptables') {
+    const { runIstioIptables } = await import('./agent/iptables/command.ts');
+    const io = { env: process.env, out: (s: string) => process.stdout.write(s), err: (s: string) => process.stderr.write(s) };
+    return runIstioIptables(argv.slice(1), io, argv[0] === 'istio-clean-iptables');
+  }
   if (argv.includes('--version')) { process.stdout.write(`skua-proxy version: ${VERSION}\n`); return 0; }
   let args;
   try {
@@ -24,7 +29,8 @@ async function main(argv: string[]): Promise<number> {
   if (!setLogLevel(args.logLevel)) { process.stderr.write(`error: unknown log level ${args.logLevel}\n${USAGE}\n`); return 1; }
   let bootstrap: BootstrapConfig;
   try {
-    bootstrap = compileBootstrap(loadBootstrapSource(args.configPath || undefined, args.configYaml || undefined));
+    bootstrap = compileBootstrap(loadBootstrapSource(args.configPath || undefined, args.configYaml || undefined),
+      { unknownFields: args.allowUnknownStaticFields ? 'warn' : 'reject' });
   } catch (err) {
     const where = args.configPath || '--config-yaml';
     process.stderr.write(`error initializing configuration '${where}': ${(err as Error).message}\n`);
@@ -47,8 +53,10 @@ async function main(argv: string[]): Promise<number> {
   if (args.concurrency > 1) await startWorkers(server, args);
   else await server.start();
   if (args.mode === 'init_only') await server.shutdown(0);
+  // SIGTERM drains (listeners closed, requests in flight finish, bounded by --drain-time-s); a second
+  // SIGTERM, or SIGINT, stops at once.
   const stop = (): void => { log.info('caught signal, shutting down'); void server.shutdown(0); };
-  process.once('SIGTERM', stop);
+  process.once('SIGTERM', () => { log.info('caught SIGTERM, draining'); void server.drainAndExit(); process.once('SIGTERM', stop); });
   process.once('SIGINT', stop);
   return -1;
 }

@@ -3,7 +3,7 @@ import type { BootstrapConfig } from './config/bootstrap.ts';
 import { StatsStore } from './stats/store.ts';
 import { ClusterManager } from './upstream/manager.ts';
 import { ListenerManager } from './listener/manager.ts';
-import { DynamicConfig } from './xds/dynamic-config.ts';
+import { DynamicConfig, type ExtraTypeSink } from './xds/dynamic-config.ts';
 import { AdsClient } from './xds/ads-client.ts';
 import { adsTransport } from './xds/bootstrap-ads.ts';
 import { Msg } from './config/fields.ts';
@@ -16,10 +16,15 @@ import { secrets } from './tls/secrets.ts';
 import { setInternalBufferSize } from './listener/internal.ts';
 import { followerUpdates } from './xds/follower-updates.ts';
 import { TimeSlice } from './core/time-slice.ts';
+import { drainSignals, type DrainStrategy } from './core/drain.ts';
+import { OverloadManager, overloadState } from './core/overload.ts';
+import { setUnknownFieldPolicy } from './xds/decode.ts';
 
 export interface ServerOptions {
   readonly concurrency: number;
   readonly drainTimeS: number;
+  /** --drain-strategy: how HTTP connections are asked to go away while draining. */
+  readonly drainStrategy: DrainStrategy;
   readonly configPath: string;
   readonly configYaml: string;
   readonly logLevel: string;
@@ -31,7 +36,16 @@ export interface ServerOptions {
   readonly xdsFollower?: boolean;
   /** Extra gRPC metadata for the xDS stream (the Istio agent's bearer token and ClusterID). */
   readonly xdsHeaders?: () => Record<string, string>;
+  /** Extra xDS types the agent consumes itself (NDS for the DNS proxy), by type URL. */
+  readonly xdsSinks?: ReadonlyMap<string, ExtraTypeSink>;
+  /** Unknown protobuf fields in xDS resources (--reject-/--ignore-unknown-dynamic-fields); default 'warn'. */
+  readonly unknownDynamicFields?: 'warn' | 'reject' | 'ignore';
+  /** --allow-unknown-static-fields (the bootstrap was checked before the server was made). */
+  readonly allowUnknownStaticFields?: boolean;
 }
+
+/** Distinct unknown dynamic fields logged once each (bounded: a control plane could send many). */
+const MAX_LOGGED_UNKNOWN = 1000;
 
 export type ServerState = 'PRE_INITIALIZING' | 'INITIALIZING' | 'LIVE' | 'DRAINING';
 
@@ -50,7 +64,10 @@ export class ProxyServer {
   readonly startedAt = Date.now();
   loadedAt = Date.now();
   state: ServerState = 'PRE_INITIALIZING';
-  healthFailed = false;
+  readonly overload: OverloadManager;
+  /** Set by startWorkers: asks every worker thread to drain and resolves when all have exited. */
+  drainWorkers: ((ms: number) => Promise<void>) | undefined;
+  private exiting: Promise<never> | undefined;
   /** Stats for admin: this thread's store, or all workers' merged (set by startWorkers). */
   collectStats: () => Promise<StatsStore> = () => Promise.resolve(this.stats);
   private admin: Server | undefined;
@@ -64,12 +81,20 @@ export class ProxyServer {
     this.options = options;
     this.clusters = new ClusterManager(this.stats);
     this.listeners = new ListenerManager(this.clusters, this.stats, options.reusePort);
+    this.overload = new OverloadManager(bootstrap.overload, this.stats);
     setLocalNode(bootstrap.node);
+    this.stats.counter('server.static_unknown_fields').inc(bootstrap.unknownFields.length);
+    this.stats.counter('server.dynamic_unknown_fields');
     if (bootstrap.extensions.internalListener) setInternalBufferSize(bootstrap.extensions.internalListener.bufferBytes);
   }
 
+  /** POST /healthcheck/fail and /healthcheck/ok: a failed health check also makes responses close their connection. */
+  get healthFailed(): boolean { return drainSignals.healthCheckFailed; }
+  set healthFailed(failed: boolean) { drainSignals.healthCheckFailed = failed; }
+
   async start(): Promise<void> {
     this.state = 'INITIALIZING';
+    this.overload.start();
     for (const c of this.bootstrap.clusters) this.clusters.addOrUpdate(c);
     // Envoy's init manager: clusters warm (first DNS answer) before listeners open.
     await this.clusters.warm(15_000);
@@ -94,7 +119,9 @@ export class ProxyServer {
     // Workers get every secret from the main thread's store (workers.ts), ADS-pushed ones included;
     // they time no fetches and bind no probes: the main thread decides and forwards.
     if (this.options.xdsFollower) { dynamic.fetchTimers.enabled = false; dynamic.retainConfig = false; return; }
+    this.applyUnknownFieldPolicy();
     dynamic.setSink(TYPE_URL.secret, { apply: (name, json) => { secrets.update(name, json); }, remove: (name) => secrets.remove(name) });
+    for (const [typeUrl, sink] of this.options.xdsSinks ?? []) dynamic.setSink(typeUrl, sink);
     dynamic.bindCheck = (config) => this.listeners.checkBind(config);
     dynamic.onFetchTimeout = (key) => this.onFetchTimeout?.(key);
     const cluster = this.bootstrap.clusters.find((c) => c.name === dr.clusterName)!;
@@ -129,6 +156,22 @@ export class ProxyServer {
     }
   }
 
+  /** Envoy's dynamic validation visitor: count every unknown field, log each distinct one once. */
+  private applyUnknownFieldPolicy(): void {
+    const counter = this.stats.counter('server.dynamic_unknown_fields');
+    const logged = new Set<string>();
+    setUnknownFieldPolicy({
+      mode: this.options.unknownDynamicFields ?? 'warn',
+      onUnknown: (path, typeName, number) => {
+        counter.inc();
+        const key = `${typeName}#${number}`;
+        if (logged.has(key) || logged.size >= MAX_LOGGED_UNKNOWN) return;
+        logged.add(key);
+        log.warn(`xDS: unknown field number ${number} of ${typeName}${path ? ` at ${path}` : ''} (ignored; --reject-unknown-dynamic-fields rejects it)`);
+      },
+    });
+  }
+
   get adminPort(): number {
     const a = this.admin?.address();
     return a && typeof a === 'object' ? a.port : 0;
@@ -138,13 +181,44 @@ export class ProxyServer {
     return this.listeners.all().map((l) => ({ name: l.config.name, address: l.config.address.address, port: l.boundPort }));
   }
 
-  /** /drain_listeners: stop accepting; HTTP connections get GOAWAY / `connection: close`. */
+  /**
+   * /drain_listeners. Without `graceful`: stop accepting now, HTTP connections get GOAWAY /
+   * `connection: close`. With it: the listeners keep accepting for the drain time while
+   * connections are asked to go away (--drain-strategy), then stop.
+   */
   drainListeners(inboundOnly: boolean, graceful: boolean): void {
     this.state = 'DRAINING';
-    const drain = (): void => this.listeners.drainAll(inboundOnly);
-    // Envoy's graceful drain keeps accepting for the drain time while discouraging reuse.
-    if (graceful) setTimeout(drain, this.options.drainTimeS * 1000).unref();
-    else drain();
+    const ms = this.options.drainTimeS * 1000;
+    if (!graceful) { this.listeners.drainAll(inboundOnly); return; }
+    this.listeners.startDrain(inboundOnly, this.options.drainStrategy, ms);
+    const ticker = setInterval(() => this.listeners.drainTick(), drainTick(ms));
+    ticker.unref();
+    setTimeout(() => { clearInterval(ticker); this.listeners.drainAll(inboundOnly); }, ms).unref();
+  }
+
+  /**
+   * SIGTERM: listeners stop accepting at once (new connections are refused) and every HTTP
+   * connection is asked to go away now: idle HTTP/1 connections close, in-flight responses carry
+   * `connection: close`, HTTP/2 sessions get GOAWAY. With the listeners closed nobody can come
+   * back here, so spreading the requests out (--drain-strategy, used by /drain_listeners?graceful)
+   * would only delay the exit. The process exits 0 once no downstream connection is left, at the
+   * latest after --drain-time-s (whatever is left, e.g. TCP proxy connections, is then closed).
+   */
+  drainAndExit(ms = this.options.drainTimeS * 1000): Promise<never> {
+    if (this.exiting) return this.exiting;
+    this.state = 'DRAINING';
+    log.info(`draining: ${overloadState.connections} downstream connections, at most ${ms / 1000} s`);
+    this.listeners.drainAll(false);
+    const workers = this.drainWorkers?.(ms) ?? Promise.resolve();
+    const deadline = performance.now() + ms;
+    this.exiting = (async (): Promise<never> => {
+      // Connections leave as their responses finish; polled, so nothing is added to their close path.
+      while (overloadState.connections > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await Promise.race([workers, new Promise((r) => setTimeout(r, Math.max(0, deadline - performance.now())))]);
+      if (overloadState.connections > 0) log.warn(`drain time over: closing ${overloadState.connections} downstream connections`);
+      return this.shutdown(0);
+    })();
+    return this.exiting;
   }
 
   serverInfo(): Record<string, unknown> {
@@ -159,7 +233,11 @@ export class ProxyServer {
         config_yaml: this.options.configYaml,
         log_level: this.options.logLevel,
         drain_time: `${this.options.drainTimeS}s`,
+        drain_strategy: this.options.drainStrategy === 'immediate' ? 'Immediate' : 'Gradual',
         mode: 'Serve',
+        allow_unknown_static_fields: this.options.allowUnknownStaticFields ?? false,
+        reject_unknown_dynamic_fields: this.options.unknownDynamicFields === 'reject',
+        ignore_unknown_dynamic_fields: this.options.unknownDynamicFields === 'ignore',
       },
       node: this.bootstrap.source.node ?? {},
       uptime_current_epoch: up,
@@ -172,8 +250,9 @@ export class ProxyServer {
     process.exit(code);
   }
 
-  /** Stops xDS, listeners, upstream pools and admin without leaving the process (in-process tests). */
+  /** Stops xDS, overload checks, listeners, upstream pools and admin without leaving the process (in-process tests). */
   close(): void {
+    this.overload.stop();
     this.ads?.stop();
     this.dynamic?.fetchTimers.stop();
     this.listeners.closeAll();
@@ -192,4 +271,9 @@ function asApplied(u: XdsUpdate, rejections: readonly XdsRejection[]): XdsUpdate
   if (extra.length === 0) return u;
   const names = new Set(extra.map((r) => r.name));
   return { ...u, resources: u.resources.filter((r) => !names.has(r.name)), refused: [...(u.refused ?? []), ...extra] };
+}
+
+/** How often a drain re-checks connections: a twentieth of the drain time, within 50 ms .. 1 s. */
+function drainTick(ms: number): number {
+  return Math.max(50, Math.min(1000, ms / 20));
 }

@@ -99,6 +99,10 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
   // Only the main thread talks to the control plane; workers apply the same updates, in order.
   server.onXdsUpdate = (update) => { for (const f of feeds) f.send({ xds: update }); };
   server.onFetchTimeout = (key) => { for (const f of feeds) f.send({ fetchTimeout: key }); };
+  server.drainWorkers = (ms) => Promise.all(workers.map((w) => new Promise<void>((resolve) => {
+    w.once('exit', () => resolve());
+    w.postMessage({ drain: ms });
+  }))).then(() => undefined);
   await server.start();
 }
 
@@ -107,15 +111,20 @@ async function runWorker(): Promise<void> {
   setLogLevel(data.logLevel);
   try {
     for (const [name, raw] of data.secrets) secrets.update(name, raw);
-    const bootstrap = compileBootstrap(loadBootstrapSource(data.configPath || undefined, data.configYaml || undefined));
-    const server = new ProxyServer(bootstrap, { concurrency: 1, drainTimeS: 0, configPath: data.configPath, configYaml: data.configYaml, logLevel: data.logLevel, reusePort: true, admin: false, xdsFollower: true });
+    // The main thread validated field names already (and counts what --allow-unknown-static-fields let through).
+    const bootstrap = compileBootstrap(loadBootstrapSource(data.configPath || undefined, data.configYaml || undefined), { unknownFields: 'skip' });
+    const server = new ProxyServer(bootstrap, { concurrency: 1, drainTimeS: 0, drainStrategy: 'gradual', configPath: data.configPath, configYaml: data.configYaml, logLevel: data.logLevel, reusePort: true, admin: false, xdsFollower: true });
     await server.start();
     // Updates apply one at a time, in the order the main thread applied them; each done one asks for the next (worker-feed.ts).
     let applying: Promise<unknown> = Promise.resolve();
     const applied = (): void => parentPort!.postMessage({ applied: true });
-    parentPort!.on('message', (m: string | { xds: XdsUpdate } | { fetchTimeout: string } | { secret: string; raw: Record<string, unknown> | null }) => {
+    type Message = string | { xds: XdsUpdate } | { fetchTimeout: string } | { secret: string; raw: Record<string, unknown> | null } | { drain: number };
+    parentPort!.on('message', (m: Message) => {
       if (m === 'stats') parentPort!.postMessage({ stats: snapshot(server.stats) });
-      else if (typeof m === 'object' && 'xds' in m) {
+      else if (typeof m === 'object' && 'drain' in m) {
+        // The main thread's drain settings; this thread's own connections decide when it is done.
+        void server.drainAndExit(m.drain);
+      } else if (typeof m === 'object' && 'xds' in m) {
         applying = applying.then(() => server.dynamic?.apply(m.xds)).catch((err: Error) => log.error(`worker ${data.index}: xDS update: ${err.message}`)).finally(applied);
       } else if (typeof m === 'object' && 'fetchTimeout' in m) {
         applying = applying.then(() => server.dynamic?.expireFetch(m.fetchTimeout)).finally(applied);

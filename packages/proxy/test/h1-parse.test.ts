@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ChunkedDecoder, findHeadEnd, parseHead, serializeHeaders, type Head, type HeadError } from '../src/http/h1/parse.ts';
+import { ChunkedDecoder, findHeadEnd, parseHead, parseHeadText, serializeHeaders, type Head, type HeadError } from '../src/http/h1/parse.ts';
 
 /** Parses a full head (request line + headers + CRLFCRLF) the way the server does. */
 function parse(text: string, isRequest = true, maxHeaders = 100): Head | HeadError {
@@ -84,13 +84,25 @@ describe('parseHead: valid messages', () => {
       assert.equal(parse(`${line}\r\n\r\n`, false), 'bad-request', line);
     }
   });
-  test('duplicate headers become arrays in arrival order', () => {
-    const h = ok(req('Set-Thing: a\r\nset-thing: b\r\nSET-THING: c\r\nVia: 1'));
-    assert.deepEqual(h.headers['set-thing'], ['a', 'b', 'c']);
+  test('repeated request headers are combined into one value in arrival order (cookies with "; ")', () => {
+    const h = ok(req('X-Thing: a\r\nx-thing: b\r\nX-THING: c\r\nVia: 1\r\nCookie: a=1\r\nCookie: b=2'));
+    assert.equal(h.headers['x-thing'], 'a, b, c');
     assert.equal(h.headers.via, '1');
+    assert.equal(h.headers.cookie, 'a=1; b=2');
   });
-  test('identical duplicate Content-Length is accepted', () => {
-    assert.equal(ok(req('Content-Length: 5\r\nContent-Length: 5')).contentLength, 5);
+  test('repeated response headers stay separate (Set-Cookie)', () => {
+    const h = ok('HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nset-cookie: b=2\r\n\r\n', false);
+    assert.deepEqual(h.headers['set-cookie'], ['a=1', 'b=2']);
+  });
+  // Regression: `Host` twice became an array and crashed the route lookup (s.charCodeAt is not a function).
+  test('Host twice is refused, even with the same value (RFC 9112 §3.2)', () => {
+    assert.equal(parse('GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n'), 'bad-request');
+    assert.equal(parse('GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n'), 'bad-request');
+  });
+  test('identical duplicate Content-Length is accepted and kept once', () => {
+    const h = ok(req('Content-Length: 5\r\nContent-Length: 5'));
+    assert.equal(h.contentLength, 5);
+    assert.equal(h.headers['content-length'], '5');
   });
   test('expect: 100-continue', () => {
     assert.equal(ok(req('Expect: 100-Continue')).expectContinue, true);
@@ -120,12 +132,16 @@ describe('parseHead: connection semantics', () => {
   });
   test('upgrade needs both connection: upgrade and an upgrade header', () => {
     assert.equal(ok(req('Connection: Upgrade\r\nUpgrade: websocket')).upgrade, true);
-    assert.equal(ok(req('Connection: keep-alive, Upgrade\r\nUpgrade: h2c')).upgrade, true);
+    assert.equal(ok(req('Connection: keep-alive, Upgrade\r\nUpgrade: foo')).upgrade, true);
     assert.equal(ok(req('Upgrade: websocket')).upgrade, false);
     assert.equal(ok(req('Connection: upgrade')).upgrade, false);
   });
   // Regression (fixed in src/http/h1/parse.ts): Connection is a token list (RFC 9110 §7.6.1); Envoy matches tokens
   // (StringUtil::caseFindToken), but parseHead uses substring search, so `x-closer` means close.
+  test('an Upgrade: h2c offer is ignored (Envoy serves the request over HTTP/1.1)', () => {
+    assert.equal(ok(req('Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__')).upgrade, false);
+    assert.equal(ok(req('Connection: Upgrade\r\nUpgrade: H2C')).upgrade, false);
+  });
   test('connection options are matched as tokens, not substrings', () => {
     assert.equal(ok(req('Connection: keep-alive, x-closer')).close, false);
     assert.equal(ok(req('Connection: x-no-upgrade\r\nUpgrade: websocket')).upgrade, false);
@@ -133,7 +149,7 @@ describe('parseHead: connection semantics', () => {
 });
 
 describe('parseHead: malformed and smuggling input is rejected', () => {
-  const bad: Array<[string, string]> = [
+  const bad: Array<[string, string, HeadError?]> = [
     ['obs-fold continuation line', req('X-Folded: a\r\n  b')],
     ['obs-fold with a colon in the continuation', req('X-Folded: a\r\n b: c')],
     ['space before colon', req('Content-Length : 5')],
@@ -141,12 +157,12 @@ describe('parseHead: malformed and smuggling input is rejected', () => {
     ['empty header name', req(': v')],
     ['header line without colon', req('NoColonHere')],
     ['non-token header name', req('X(Y): z')],
-    ['bare LF inside a value', req('X: a\nb')],
-    ['bare CR inside a value', req('X: a\rb')],
-    ['NUL inside a value', req('X: a\0b')],
-    ['DEL inside a value', req('X: a\x7fb')],
-    ['both Content-Length and Transfer-Encoding', req('Content-Length: 5\r\nTransfer-Encoding: chunked')],
-    ['Transfer-Encoding then Content-Length', req('Transfer-Encoding: chunked\r\nContent-Length: 0')],
+    ['bare LF inside a value', req('X: a\nb'), 'invalid-characters'],
+    ['bare CR inside a value', req('X: a\rb'), 'invalid-characters'],
+    ['NUL inside a value', req('X: a\0b'), 'invalid-characters'],
+    ['DEL inside a value', req('X: a\x7fb'), 'invalid-characters'],
+    ['both Content-Length and Transfer-Encoding', req('Content-Length: 5\r\nTransfer-Encoding: chunked'), 'chunked-with-length'],
+    ['Transfer-Encoding then Content-Length', req('Transfer-Encoding: chunked\r\nContent-Length: 0'), 'chunked-with-length'],
     ['duplicate differing Content-Length', req('Content-Length: 5\r\nContent-Length: 6')],
     ['Content-Length list', req('Content-Length: 5, 5')],
     ['signed Content-Length', req('Content-Length: +5')],
@@ -169,8 +185,8 @@ describe('parseHead: malformed and smuggling input is rejected', () => {
     ['NUL in target', 'GET /a\0b HTTP/1.1\r\nHost: a\r\n\r\n'],
     ['bare LF ending the request line', 'GET / HTTP/1.1\nHost: a\r\n\r\n'],
   ];
-  for (const [name, text] of bad) {
-    test(name, () => assert.equal(parse(text), 'bad-request'));
+  for (const [name, text, error = 'bad-request'] of bad) {
+    test(name, () => assert.equal(parse(text), error));
   }
   test('Content-Length with 15 digits is the largest accepted', () => {
     assert.equal(ok(req('Content-Length: 999999999999999')).contentLength, 999999999999999);
@@ -194,9 +210,9 @@ describe('parseHead: malformed and smuggling input is rejected', () => {
   // the start or end of a value is silently dropped. `X: y\n\r\n` is where a lenient parser ends the
   // head (smuggling); RFC 9112 §2.2 and Envoy reject both.
   test('bare LF / CR at the edge of a value is rejected', () => {
-    assert.equal(parse(req('X: y\n')), 'bad-request');
-    assert.equal(parse(req('X: y\r')), 'bad-request');
-    assert.equal(parse(req('X:\ny')), 'bad-request');
+    assert.equal(parse(req('X: y\n')), 'invalid-characters');
+    assert.equal(parse(req('X: y\r')), 'invalid-characters');
+    assert.equal(parse(req('X:\ny')), 'invalid-characters');
   });
 });
 
@@ -302,9 +318,11 @@ describe('ChunkedDecoder', () => {
       assert.equal(decode(Buffer.from(wire, 'latin1'), 1).error, true, 'byte by byte');
     });
   }
-  test('15 hex digits is the largest accepted size', () => {
+  test('sizes stay exact integers: 16 digits with leading zeros pass, 2^53 and more is refused', () => {
     const d = new ChunkedDecoder();
-    assert.equal(d.push(Buffer.from('000000000000003\r\nabc'), 0, () => {}), 20);
+    assert.equal(d.push(Buffer.from('0000000000000003\r\nabc'), 0, () => {}), 21);
+    assert.equal(new ChunkedDecoder().push(Buffer.from('20000000000000\r\n'), 0, () => {}), -1);
+    assert.equal(new ChunkedDecoder().push(Buffer.from('1fffffffffffff\r\n'), 0, () => {}), 16);
   });
   test('oversized trailers are refused', () => {
     const d = new ChunkedDecoder();
@@ -334,5 +352,35 @@ describe('serializeHeaders', () => {
   test('round-trips through parseHead', () => {
     const h = ok(`HTTP/1.1 200 OK\r\n${serializeHeaders({ a: ['1', '2'], b: '3' })}\r\n`, false);
     assert.deepEqual(h.headers, { a: ['1', '2'], b: '3' });
+  });
+});
+
+describe('parseHeadText: any header shape', () => {
+  test('headers named like Object.prototype members are plain headers', () => {
+    const text = 'GET / HTTP/1.1\r\nHost: h\r\nConstructor: x\r\ntoString: y\r\n__proto__: z\r\n__proto__: w';
+    const h = parseHeadText(text, text.length, true, 100) as Head;
+    assert.equal(h.headers.constructor, 'x');
+    assert.equal(h.headers.tostring, 'y');
+    assert.equal(Object.getOwnPropertyDescriptor(h.headers, '__proto__')?.value, 'z, w');
+    assert.equal(Object.getPrototypeOf(h.headers), Object.prototype);
+    assert.deepEqual(Object.keys(h.headers), ['host', 'constructor', 'tostring', '__proto__']);
+  });
+  // Regression for the Host-twice crash: whatever the names, cases, repeats and values, the
+  // request parser returns a head or an error (never throws), and every request header value
+  // is a string (routing, filters and access logs read them as strings).
+  test('3,000 random request heads: no throw, string values only, single Host and Content-Length', () => {
+    let seed = 0x2545f491;
+    const rand = (n: number): number => { seed ^= seed << 13; seed ^= seed >>> 17; seed ^= seed << 5; return (seed >>> 0) % n; };
+    const names = ['Host', 'host', 'HOST', 'Content-Length', 'Transfer-Encoding', 'Connection', 'Upgrade', 'Cookie', 'X-Forwarded-For',
+      'x-request-id', 'Authorization', 'TE', 'Expect', 'X_Under', 'x-a', 'X-A', 'Keep-Alive', 'proxy-connection', '__proto__', 'constructor'];
+    const values = ['a', '', ' a ', '5', '05', 'chunked', 'close', 'upgrade', 'h2c', 'keep-alive, upgrade', '100-continue', '\t', 'a,b', 'caf\xe9'];
+    for (let i = 0; i < 3000; i++) {
+      const lines = Array.from({ length: 1 + rand(8) }, () => `${names[rand(names.length)]}:${values[rand(values.length)]}`);
+      const text = `GET / HTTP/1.${rand(2)}\r\n${lines.join('\r\n')}`;
+      const h = parseHeadText(text, text.length, true, 100, rand(3) as 0 | 1 | 2);
+      if (typeof h === 'string') continue;
+      for (const [k, v] of Object.entries(h.headers)) assert.equal(typeof v, 'string', `${k} in ${JSON.stringify(text)}`);
+      assert.equal(lines.filter((l) => /^host:/i.test(l)).length <= 1, true, 'a repeated Host never parses');
+    }
   });
 });

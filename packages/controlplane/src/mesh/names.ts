@@ -1,7 +1,7 @@
 /** istiod's naming facts: cluster names, node ids, workload uids, SPIFFE ids, type URLs. */
-import type { Mesh, MeshService, MeshWorkload } from './model.ts';
+import type { Json, Mesh, MeshService, MeshWorkload } from './types.ts';
 
-export type Json = Record<string, unknown>;
+export type { Json };
 
 export const T = {
   listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
@@ -15,6 +15,8 @@ export const T = {
   router: 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router',
   fault: 'type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault',
   cors: 'type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors',
+  corsPolicy: 'type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy',
+  jwt: 'type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication',
   grpcStats: 'type.googleapis.com/envoy.extensions.filters.http.grpc_stats.v3.FilterConfig',
   wasm: 'type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm',
   alpn: 'type.googleapis.com/istio.envoy.config.filter.http.alpn.v2alpha1.FilterConfig',
@@ -35,9 +37,9 @@ export function clusterName(direction: 'outbound' | 'inbound', port: number, sub
   return `${direction}|${port}|${subset}|${host}`;
 }
 
-/** The node id a workload's sidecar connects with (pilot-agent's `sidecar~ip~pod.ns~ns.svc.<domain>`). */
+/** The node id a workload's proxy connects with (pilot-agent's `sidecar~ip~pod.ns~ns.svc.<domain>`; `router~` for gateways). */
 export function sidecarNodeId(mesh: Mesh, w: MeshWorkload): string {
-  return `sidecar~${w.ip}~${w.name}.${w.namespace}~${w.namespace}.svc.${mesh.domain}`;
+  return `${w.router ? 'router' : 'sidecar'}~${w.ip}~${w.name}.${w.namespace}~${w.namespace}.svc.${mesh.domain}`;
 }
 
 /** istiod's WDS key for a pod: `<cluster>//Pod/<namespace>/<name>`. */

@@ -2,7 +2,7 @@
  * The mesh as ztunnel sees it (WDS): an istio.workload.Address per service and workload, and
  * istio.security.Authorization per L4 policy, plus istiod's static DENY for mesh-wide STRICT mTLS.
  */
-import type { Mesh, MeshPolicy, MeshService, MeshWorkload, PortProtocol } from './model.ts';
+import type { Mesh, MeshPolicy, MeshService, MeshWorkload, PortProtocol } from './types.ts';
 import { canonicalName, canonicalRevision, ipBytes, selects, T, workloadUid, type Json } from './names.ts';
 
 const APP_PROTOCOL: Record<PortProtocol, string> = { http: 'HTTP11', http2: 'HTTP2', grpc: 'GRPC', tcp: 'TCP' };
@@ -30,7 +30,7 @@ function workloadAddress(mesh: Mesh, w: MeshWorkload): Json {
     if (!w.services.includes(s.hostname)) continue;
     services[`${s.namespace}/${s.hostname}`] = { ports: s.ports.map((p) => ({ service_port: p.port, target_port: p.targetPort })) };
   }
-  const policies = mesh.policies.filter((p) => p.selector && p.namespace === w.namespace && selects(p.selector, w.labels)).map(policyKey);
+  const policies = [...mesh.policies.filter((p) => p.selector && p.namespace === w.namespace && selects(p.selector, w.labels)).map(policyKey), ...(w.security?.wdsPolicies ?? [])];
   const out: Json = {
     uid: workloadUid(mesh, w), name: w.name, namespace: w.namespace, addresses: [ipBytes(w.ip)],
     trust_domain: mesh.trustDomain, service_account: w.serviceAccount, canonical_name: canonicalName(w),
@@ -73,6 +73,8 @@ function strictDeny(): Json {
 export function wdsResources(mesh: Mesh): Json[] {
   const out: Json[] = [...mesh.services.map(serviceAddress), ...mesh.workloads.map((w) => workloadAddress(mesh, w))];
   out.push(...mesh.policies.map(policyAuthorization));
-  if (mesh.mtls === 'STRICT') out.push(strictDeny());
+  // Istio input brings its own (AuthorizationPolicies, converted PeerAuthentications, the static STRICT policy).
+  if (mesh.wdsAuthorizations) out.push(...mesh.wdsAuthorizations);
+  else if (mesh.mtls === 'STRICT') out.push(strictDeny());
   return out;
 }

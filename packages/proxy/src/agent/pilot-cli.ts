@@ -28,16 +28,16 @@ export interface PilotWaitArgs {
   readonly url: string;
 }
 
-type FlagKind = 'string' | 'int' | 'bool';
+export type FlagKind = 'string' | 'int' | 'bool';
 
-interface Parsed {
+export interface Parsed {
   readonly values: Map<string, string>;
   readonly positional: string[];
   readonly unknown: string[];
 }
 
 /** pflag: `--name value`, `--name=value`, bare `--bool`; `--` ends the flags. */
-function parseFlags(argv: readonly string[], known: Readonly<Record<string, FlagKind>>): Parsed {
+export function parseFlags(argv: readonly string[], known: Readonly<Record<string, FlagKind>>): Parsed {
   const values = new Map<string, string>();
   const positional: string[] = [];
   const unknown: string[] = [];
@@ -71,7 +71,7 @@ function parseFlags(argv: readonly string[], known: Readonly<Record<string, Flag
 }
 
 /** Istio's logging flags (shared by every istio binary), accepted on both commands. */
-const LOG_FLAGS: Record<string, FlagKind> = {
+export const LOG_FLAGS: Record<string, FlagKind> = {
   log_as_json: 'bool', log_caller: 'string', log_output_level: 'string', log_rotate: 'string', log_rotate_max_age: 'int',
   log_rotate_max_backups: 'int', log_rotate_max_size: 'int', log_stacktrace_level: 'string', log_target: 'string', vklog: 'int',
 };
@@ -128,4 +128,5 @@ export function envoyLogLevel(proxyLogLevel: string): string {
 export const PILOT_USAGE = `usage: skua-proxy proxy [sidecar|router|waypoint] [--domain D] [--serviceCluster C] [--concurrency N]
                         [--proxyLogLevel L] [--proxyComponentLogLevel L] [--meshConfig FILE] [--outlierLogPath P]
        skua-proxy wait [--url URL] [--timeoutSeconds S] [--periodMillis MS] [--requestTimeoutMillis MS]
+       skua-proxy istio-iptables [istio-iptables flags] | istio-clean-iptables [flags]
        skua-proxy (-c <path> | --config-yaml <yaml>) [Envoy flags]`;

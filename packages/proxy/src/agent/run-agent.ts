@@ -13,7 +13,13 @@ import { PILOT_USAGE, parsePilotProxyArgs, parsePilotWaitArgs } from './pilot-cl
 import { agentSettings, type AgentSettings } from './agent-settings.ts';
 import { renderBootstrap } from './bootstrap-render.ts';
 import { xdsHeaders } from './xds-credentials.ts';
-import { startStatusServer } from './status-server.ts';
+import { startStatusServer, type ReadinessSource, type StatusServerOptions } from './status-server.ts';
+import { parseAppProbers, probeTarget } from './app-probers.ts';
+import { parseScrapeConfig } from './app-metrics.ts';
+import { createAgentMetrics } from './agent-metrics.ts';
+import { parseGoBool } from './metadata-fields.ts';
+import { startAgentDns, type AgentDns } from '../dns/agent-dns.ts';
+import { TYPE_URL } from '../xds/discovery.ts';
 import { compileBootstrap, loadBootstrapSource, type BootstrapConfig } from '../config/bootstrap.ts';
 import { ConfigError } from '../core/errors.ts';
 import { log, setLogLevel } from '../core/log.ts';
@@ -49,30 +55,57 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
       mkdirSync(dirname(settings.bootstrapPath), { recursive: true });
       writeFileSync(settings.bootstrapPath, `${JSON.stringify(renderBootstrap(settings), null, 2)}\n`);
     }
-    bootstrap = compileBootstrap(loadBootstrapSource(settings.bootstrapPath, undefined));
+    // pilot-agent starts Envoy with --allow-unknown-static-fields: unknown bootstrap fields are logged and counted.
+    bootstrap = compileBootstrap(loadBootstrapSource(settings.bootstrapPath, undefined), { unknownFields: 'warn' });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`error initializing configuration '${settings.bootstrapPath}': ${err.message}\n`);
     return 1;
   }
 
+  let dns: AgentDns | undefined;
+  try {
+    dns = await maybeStartDns(settings);
+  } catch (err) {
+    process.stderr.write(`Error: DNS proxy: ${(err as Error).message}\n`);
+    return 1;
+  }
   let server: ProxyServer | undefined;
   let status: Server;
+  let statusOptions: StatusServerOptions;
   try {
-    status = await startStatusServer(settings.statusPort, () => server);
+    statusOptions = statusServerOptions(settings, () => server, dns);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`Error: ${err.message}\n`);
+    return 1;
+  }
+  try {
+    status = await startStatusServer(statusOptions);
   } catch (err) {
     process.stderr.write(`Error: status server on port ${settings.statusPort}: ${(err as Error).message}\n`);
     return 1;
   }
+  // istio-agent's CA client (CA_ADDR, as the injector sets it) or mounted certificates: the workload
+  // certificate the SDS `default` / `ROOTCA` secrets name, before any listener opens.
+  try {
+    if (process.env.CA_ADDR || process.env.FILE_MOUNTED_CERTS) await (await import('../tls/identity.ts')).startIdentityFromEnv(process.env);
+  } catch (err) {
+    process.stderr.write(`Error: workload certificate: ${(err as Error).message}\n`);
+    status.close();
+    return 1;
+  }
   const proxyArgs: ProxyArgs = {
     configPath: settings.bootstrapPath, configYaml: '', mode: 'serve', concurrency: settings.concurrency,
-    logLevel: settings.logLevel, drainTimeS: settings.drainTimeS,
+    logLevel: settings.logLevel, drainTimeS: settings.drainTimeS, drainStrategy: 'gradual',
   };
-  server = new ProxyServer(bootstrap, { ...proxyArgs, reusePort: settings.concurrency > 1, admin: true, xdsHeaders: xdsHeaders(settings) });
+  const xdsSinks = new Map(dns ? [[TYPE_URL.nameTable, dns.sink]] : []);
+  server = new ProxyServer(bootstrap, { ...proxyArgs, reusePort: settings.concurrency > 1, admin: true, xdsHeaders: xdsHeaders(settings), xdsSinks });
   const running = server;
   const stop = (): void => {
     log.info('caught signal, shutting down');
     status.close();
+    void dns?.proxy.close();
     void running.shutdown(0);
   };
   process.once('SIGTERM', stop);
@@ -80,6 +113,29 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
   if (settings.concurrency > 1) await startWorkers(server, proxyArgs);
   else await server.start();
   return -1;
+}
+
+/** 15020's settings from pilot-agent's environment: rewritten app probes, app metrics to merge, the agent's metrics. */
+function statusServerOptions(settings: AgentSettings, proxy: () => ReadinessSource | undefined, dns: AgentDns | undefined): StatusServerOptions {
+  const env = process.env;
+  const sidecar = settings.identity.type === 'sidecar';
+  return {
+    port: settings.statusPort, proxy,
+    probers: parseAppProbers(env.ISTIO_KUBE_APP_PROBERS ?? ''),
+    probeTarget: probeTarget(env.INSTANCE_IP ?? '', parseGoBool(env.REWRITE_PROBE_LEGACY_LOCALHOST_DESTINATION ?? 'false') === true),
+    scrapeTargets: sidecar ? parseScrapeConfig(env.ISTIO_PROMETHEUS_ANNOTATIONS, settings.statusPort) : [],
+    metrics: createAgentMetrics(() => dns?.proxy),
+    nameTable: () => dns?.lastTable(),
+  };
+}
+
+/** pilot-agent's DNS capture switch: ISTIO_META_DNS_CAPTURE in the environment or ProxyConfig.proxyMetadata. */
+async function maybeStartDns(settings: AgentSettings): Promise<AgentDns | undefined> {
+  const env = { ...process.env, ...(settings.proxyConfig.proxyMetadata ?? {}) } as Record<string, string | undefined>;
+  if (parseGoBool(env.ISTIO_META_DNS_CAPTURE ?? 'false') !== true) return undefined;
+  return startAgentDns({
+    address: env.DNS_PROXY_ADDR || 'localhost:15053', proxyNamespace: settings.identity.podNamespace, proxyDomain: settings.identity.domain,
+  });
 }
 
 export async function runPilotWait(argv: readonly string[]): Promise<number> {

@@ -1,13 +1,20 @@
 /**
- * The agent's status port (ProxyConfig.statusPort, 15020): `/healthz/ready` is what the
- * 15021 readiness listener routes to and what the kubelet probes. Ready means the proxy is
- * LIVE, which (initial_fetch_timeout 0s) it only becomes after the first CDS and LDS from
- * istiod were applied — pilot-agent's "config received from XDS server" check.
- * `/stats/prometheus` serves the proxy's metrics (the agent's merge of app metrics is not done).
+ * The agent's status port (ProxyConfig.statusPort, 15020), as pilot-agent serves it:
+ *  - `/healthz/ready`: what the 15021 readiness listener routes to and what the kubelet probes.
+ *    Ready means the proxy is LIVE, which (initial_fetch_timeout 0s) it only becomes after the
+ *    first CDS and LDS from istiod were applied — pilot-agent's "config received from XDS server";
+ *  - `/stats/prometheus` (and `/metrics`): the agent's own metrics, then the proxy's (what 15090
+ *    serves), then the application's when ISTIO_PROMETHEUS_ANNOTATIONS asks for them;
+ *  - `/app-health/<container>/livez|readyz|startupz` (and `/app-lifecycle/...`): the rewritten
+ *    kubelet probes from ISTIO_KUBE_APP_PROBERS, sent on to the app;
+ *  - `/debug/ndsz`: the DNS name table (localhost only).
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { ProxyServer } from '../server.ts';
 import { renderPrometheus } from '../stats/prometheus.ts';
+import { probeGrpc, probeHttp, probeTcp, type AppProber, type ProbeResult, type ProbeTarget } from './app-probers.ts';
+import { scrapeApp, type ScrapeTarget } from './app-metrics.ts';
+import type { AgentMetrics } from './agent-metrics.ts';
 
 export interface ReadinessSource {
   readonly state: string;
@@ -21,28 +28,88 @@ export function readiness(server: ReadinessSource | undefined): { ready: boolean
   return { ready: false, reason: `config not received from XDS server (is Istiod running?): server state ${server.state}` };
 }
 
-export function startStatusServer(port: number, proxy: () => ReadinessSource | undefined): Promise<Server> {
+export interface StatusServerOptions {
+  readonly port: number;
+  /** Listen address ('' = all interfaces, as pilot-agent does). */
+  readonly host?: string;
+  readonly proxy: () => ReadinessSource | undefined;
+  readonly probers?: ReadonlyMap<string, AppProber>;
+  readonly probeTarget?: ProbeTarget;
+  readonly scrapeTargets?: readonly ScrapeTarget[];
+  readonly metrics?: AgentMetrics;
+  /** The last NDS table, for /debug/ndsz. */
+  readonly nameTable?: () => unknown;
+}
+
+const TEXT_FORMAT = 'text/plain; version=0.0.4; charset=utf-8';
+
+function isLocal(req: IncomingMessage): boolean {
+  const a = req.socket.remoteAddress ?? '';
+  return a === '127.0.0.1' || a === '::1' || a === '::ffff:127.0.0.1';
+}
+
+async function mergedStats(o: StatusServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  o.metrics?.scrapes.inc();
+  const app = o.scrapeTargets?.length ? Promise.all(o.scrapeTargets.map((t) => scrapeApp(t, req.headers))) : Promise.resolve([]);
+  const p = o.proxy();
+  let envoy = '';
+  if (p) {
+    try { envoy = renderPrometheus(await p.collectStats()); } catch { o.metrics?.scrapeFailures.inc({ type: 'envoy' }); }
+  } else o.metrics?.scrapeFailures.inc({ type: 'envoy' });
+  const bodies: string[] = [];
+  for (const body of await app) {
+    if (body === undefined) { o.metrics?.scrapeFailures.inc({ type: 'application' }); continue; }
+    // An OpenMetrics body's end marker would end the merged exposition early.
+    bodies.push(body.replace(/#\s*EOF\s*$/, ''));
+  }
+  // The agent's own metrics last to be collected (they count this scrape's failures), first in the output.
+  let agent = '';
+  try { if (o.metrics) agent = await o.metrics.render(); } catch { /* the rest is still worth serving */ }
+  res.writeHead(200, { 'content-type': TEXT_FORMAT });
+  res.end([agent, envoy, ...bodies].map((s) => (s === '' || s.endsWith('\n') ? s : `${s}\n`)).join(''));
+}
+
+async function appProbe(o: StatusServerOptions, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const prober = o.probers?.get(path);
+  if (!prober || !o.probeTarget) {
+    res.writeHead(400, { 'content-type': 'text/plain' }).end(`app prober config does not exists for ${path}`);
+    return;
+  }
+  let r: ProbeResult;
+  if (prober.kind === 'http') r = await probeHttp(o.probeTarget, prober, req.headers, o.port);
+  else if (prober.kind === 'tcp') r = await probeTcp(o.probeTarget, prober);
+  else r = await probeGrpc(o.probeTarget, prober);
+  res.writeHead(r.status).end(r.body);
+}
+
+export function startStatusServer(o: StatusServerOptions): Promise<Server> {
   const srv = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz/ready') {
-      const r = readiness(proxy());
+      const r = readiness(o.proxy());
       res.writeHead(r.ready ? 200 : 503, { 'content-type': 'text/plain' });
       res.end(r.reason);
       return;
     }
-    if (path === '/stats/prometheus') {
-      const p = proxy();
-      if (!p) { res.writeHead(503).end(); return; }
-      p.collectStats().then((store) => {
-        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
-        res.end(renderPrometheus(store));
-      }, (err: Error) => { res.writeHead(500).end(err.message); });
+    if (path === '/stats/prometheus' || path === '/metrics') {
+      mergedStats(o, req, res).catch((err: Error) => { if (!res.headersSent) res.writeHead(500); res.end(err.message); });
+      return;
+    }
+    if (path.startsWith('/app-health/') || path.startsWith('/app-lifecycle/')) {
+      appProbe(o, path, req, res).catch(() => { if (!res.headersSent) res.writeHead(500); res.end(); });
+      return;
+    }
+    if (path === '/debug/ndsz') {
+      if (!isLocal(req)) { res.writeHead(403).end('Only requests from localhost are allowed\n'); return; }
+      const t = o.nameTable?.();
+      res.writeHead(t ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(t ?? {}));
       return;
     }
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
   });
   return new Promise((resolve, reject) => {
     srv.once('error', reject);
-    srv.listen(port, () => { srv.off('error', reject); resolve(srv); });
+    const done = (): void => { srv.off('error', reject); resolve(srv); };
+    if (o.host) srv.listen(o.port, o.host, done); else srv.listen(o.port, done);
   });
 }

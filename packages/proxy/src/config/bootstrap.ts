@@ -9,6 +9,11 @@ import { compileListener, type ListenerConfig } from '../listener/config.ts';
 import { compileCluster, type ClusterConfig } from '../upstream/cluster-config.ts';
 import { readDynamicResources, type DynamicResources } from '../xds/bootstrap-ads.ts';
 import { compileBootstrapExtensions, type BootstrapExtensions } from './bootstrap-extensions.ts';
+import { compileOverload, type OverloadConfig } from '../core/overload-config.ts';
+import { checkMessage, rejectUnknown, unknownFieldMessage, type UnknownField } from './strict.ts';
+import { envoySchemas } from './proto-schema.ts';
+import { schemaForUrl } from './schema-protobufjs.ts';
+import { log } from '../core/log.ts';
 
 /** Top-level Bootstrap fields: handled, accepted as no-ops for a static proxy, or refused. */
 const ACCEPTED = new Set(['node', 'static_resources', 'admin', 'layered_runtime', 'stats_config', 'stats_flush_interval',
@@ -25,8 +30,20 @@ export interface BootstrapConfig {
   /** ADS settings when the bootstrap has dynamic_resources. */
   readonly dynamic: DynamicResources | undefined;
   readonly extensions: BootstrapExtensions;
+  /** overload_manager: the downstream connection cap and heap-triggered actions. */
+  readonly overload: OverloadConfig;
   /** The bootstrap as given (normalised), for /config_dump. */
   readonly source: Record<string, unknown>;
+  /** Unknown fields let through by --allow-unknown-static-fields (server.static_unknown_fields). */
+  readonly unknownFields: readonly string[];
+}
+
+export interface CompileOptions {
+  /**
+   * Field names the Bootstrap proto does not have, at any depth: 'reject' (Envoy's default),
+   * 'warn' (--allow-unknown-static-fields: log and count), 'skip' (checked already: workers).
+   */
+  readonly unknownFields?: 'reject' | 'warn' | 'skip';
 }
 
 /** Reads `-c` and `--config-yaml` (merged over it, as Envoy does) into one plain object. */
@@ -64,7 +81,8 @@ function merge(a: unknown, b: unknown): unknown {
   return b;
 }
 
-export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig {
+export function compileBootstrap(given: Record<string, unknown>, options: CompileOptions = {}): BootstrapConfig {
+  const { raw, unknownFields } = checkBootstrapFields(given, options.unknownFields ?? 'reject');
   const m = new Msg(raw, '');
   for (const key of Object.keys(raw)) {
     if (!ACCEPTED.has(key)) throw m.error(key, 'is not supported');
@@ -92,6 +110,7 @@ export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig 
   if (internal >= 0 && !extensions.internalListener) {
     throw new ConfigError(`static_resources.listeners[${internal}].internal_listener`, 'internal listeners need the envoy.bootstrap.internal_listener bootstrap extension');
   }
+  const overload = compileOverload(m.msg('overload_manager'), m.msg('layered_runtime'));
   const node = m.msg('node');
   const admin = m.msg('admin');
   return {
@@ -104,8 +123,34 @@ export function compileBootstrap(raw: Record<string, unknown>): BootstrapConfig 
     clusters,
     dynamic,
     extensions,
+    overload,
     source: raw,
+    unknownFields,
   };
+}
+
+/**
+ * Envoy's strict static validation against the Bootstrap descriptor. 'warn' logs each unknown
+ * field and drops it from a copy, as Envoy's lenient parse does, so no reader refuses it later.
+ */
+function checkBootstrapFields(given: Record<string, unknown>, mode: 'reject' | 'warn' | 'skip'): { raw: Record<string, unknown>; unknownFields: string[] } {
+  const found: UnknownField[] = [];
+  if (mode === 'skip') return { raw: given, unknownFields: [] };
+  const raw = mode === 'warn' ? structuredClone(given) : given;
+  // A dynamic bootstrap's ADS client loads every descriptor (protobufjs) anyway: use them; a
+  // static one reads names only, from the packages the bootstrap uses.
+  let typeForUrl = schemaForUrl;
+  if (!raw.dynamic_resources) {
+    const schemas = envoySchemas();
+    typeForUrl = (url) => schemas.message(url.slice(url.lastIndexOf('/') + 1));
+  }
+  const bootstrap = typeForUrl('type.googleapis.com/envoy.config.bootstrap.v3.Bootstrap');
+  if (!bootstrap) throw new ConfigError('', 'the envoy.config.bootstrap.v3.Bootstrap descriptor is missing');
+  checkMessage(bootstrap, raw, '', { typeForUrl, onUnknown: mode === 'reject' ? rejectUnknown : (f) => { found.push(f); } });
+  const unknownFields = found.map((f) => `${f.path}: ${unknownFieldMessage(f.typeName)}`);
+  for (const text of unknownFields) log.warn(`static config: ${text} (ignored: --allow-unknown-static-fields)`);
+  for (const f of found) delete f.owner[f.key];
+  return { raw, unknownFields };
 }
 
 /** Envoy validates that static routes and tcp_proxy name existing clusters (validate_clusters). */

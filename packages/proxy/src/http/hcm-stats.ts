@@ -15,6 +15,8 @@ export class HcmStats {
   readonly rqHttp2Total: Counter;
   readonly rqTooLarge: Counter;
   readonly upgradesTotal: Counter;
+  /** Requests answered 503 by the overload action stop_accepting_requests. */
+  readonly rqOverloadClose: Counter;
 
   constructor(store: StatsStore, statPrefix: string) {
     const p = store.scope('http', 'envoy_http_conn_manager_prefix', statPrefix);
@@ -31,5 +33,6 @@ export class HcmStats {
     this.rqHttp2Total = p.counter('downstream_rq_http2_total');
     this.rqTooLarge = p.counter('downstream_rq_too_large');
     this.upgradesTotal = p.counter('downstream_cx_upgrades_total');
+    this.rqOverloadClose = p.counter('downstream_rq_overload_close');
   }
 }

@@ -17,6 +17,7 @@ export const Flag = {
   UpstreamProtocolError: 'UPE',
   DirectResponse: 'DR',
   UnauthorizedExternalService: 'UAEX',
+  OverloadManager: 'OM',
 } as const;
 
 export type ResponseFlag = (typeof Flag)[keyof typeof Flag];
@@ -31,4 +32,5 @@ export const LocalBody = {
   connectionTermination: 'upstream connect error or disconnect/reset before headers. reset reason: connection termination',
   protocolError: 'upstream connect error or disconnect/reset before headers. reset reason: protocol error',
   streamIdle: 'stream timeout',
+  overloaded: 'envoy overloaded',
 } as const;

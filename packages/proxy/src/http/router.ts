@@ -20,6 +20,7 @@ import type { HcmStats } from './hcm-stats.ts';
 import type { LocalReplyConfig } from './local-reply-config.ts';
 import { FilterChainRun, type NamedFilter } from './filter-chain.ts';
 import { ORIGINAL_DST_ADDRESS_KEY } from '../core/filter-state.ts';
+import { overloadState } from '../core/overload.ts';
 
 /** The immutable per-HCM settings the router reads on every request. */
 export interface RouterSettings {
@@ -44,12 +45,18 @@ export interface RouterSettings {
 }
 
 const now = (): number => performance.now();
+const OVERLOADED: OutgoingHttpHeaders = { 'x-envoy-overloaded': 'true' };
 
 /** Route one downstream request: local reply, redirect, or forward upstream. */
 export function routeRequest(ex: Exchange, s: RouterSettings): void {
   const rec = new RequestRecord(ex, now());
   s.stats.rqTotal.value++;
   s.stats.rqActive.value++;
+  if (overloadState.stopAcceptingRequests) {
+    // Envoy's stop_accepting_requests: answered before filters and routing.
+    s.stats.rqOverloadClose.inc();
+    return finishLocal(rec, s, 503, LocalBody.overloaded, Flag.OverloadManager, 'overload_manager', OVERLOADED);
+  }
   if (s.pathNormalization !== undefined) {
     const n = normalizeRequestPath(ex.path, s.pathNormalization);
     if (n.kind === 'reject') return finishLocal(rec, s, 400, undefined, Flag.None, 'path_normalization_failed');
@@ -88,6 +95,14 @@ function responseOps(s: RouterSettings, rec: RequestRecord, vhost: VirtualHost, 
   vhost.responseHeaders.apply(h, rec);
   s.routes.responseHeaders.apply(h, rec);
   return h as OutgoingHttpHeaders;
+}
+
+/** A request the HTTP/1.1 codec answered itself (codec errors, 426, 408): counted, answered and logged like any local reply. */
+export function codecReply(ex: Exchange, s: RouterSettings, status: number, body: string, flag: ResponseFlag, details: string): void {
+  const rec = new RequestRecord(ex, now());
+  s.stats.rqTotal.value++;
+  s.stats.rqActive.value++;
+  finishLocal(rec, s, status, body === '' ? undefined : body, flag, details);
 }
 
 export function finishLocal(rec: RequestRecord, s: RouterSettings, status: number, body: string | Buffer | undefined, flag: ResponseFlag, details: string, headers?: OutgoingHttpHeaders): void {

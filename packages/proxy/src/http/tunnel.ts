@@ -17,7 +17,7 @@ export function connectHost(cluster: Cluster, host: Host, filterState?: FilterSt
   cluster.stats.cxActive.inc();
   const socket = host.internal ? connectInternalHost(cluster, host, filterState, requestState) : host.tls
     ? connectUpstreamTls(host.tls, host.address, host.port, [], cluster.stats.ssl)
-    : netConnect({ host: host.address, port: host.port, noDelay: true, allowHalfOpen: true });
+    : netConnect({ host: host.address, port: host.port, noDelay: true, allowHalfOpen: true, localAddress: cfg.sourceAddress });
   socket.once('close', () => cluster.stats.cxActive.dec());
   if (cfg.connectTimeoutMs > 0) {
     socket.setTimeout(cfg.connectTimeoutMs, () => { cluster.stats.cxConnectTimeout.inc(); socket.destroy(new Error('connect timeout')); });

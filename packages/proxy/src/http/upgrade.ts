@@ -6,6 +6,8 @@ import { rawResponse } from './h1/server.ts';
 import { serializeHeaders, type Head } from './h1/parse.ts';
 import { H2Exchange, type Exchange, type Headers } from './exchange.ts';
 import { complete, finishLocal, planForward, type RouterSettings } from './router.ts';
+import { awaitUpgradeAnswer, relayRefusal } from './h1/upgrade-response.ts';
+import { endAndLinger } from './h1/linger.ts';
 import { RequestRecord } from './request-record.ts';
 import { Flag, LocalBody, type ResponseFlag } from './response-flags.ts';
 import { connectHost, splice } from './tunnel.ts';
@@ -42,17 +44,18 @@ class RawH1Exchange implements Exchange {
   respond(status: number, headers: OutgoingHttpHeaders, endStream: boolean): void {
     this.headersSent = true;
     this.socket.write(rawResponse(status, headers));
-    if (endStream) this.socket.end();
+    if (endStream) endAndLinger(this.socket);
   }
   write(chunk: Buffer): boolean { return this.socket.write(chunk); }
-  end(): void { this.socket.end(); }
+  end(): void { endAndLinger(this.socket); }
   reset(): void { this.socket.destroy(); }
   watch(): void { /* replies are written in one go */ }
 }
 
 type Hcm = { settings: RouterSettings; config: { upgrades: ReadonlyMap<string, boolean>; h2AllowConnect: boolean } };
 
-type Admitted = { a: ForwardAction; terminate: boolean; plan: NonNullable<ReturnType<typeof planForward>> };
+type Plan = NonNullable<ReturnType<typeof planForward>>;
+type Admitted = { a: ForwardAction; terminate: boolean; plan: Plan };
 
 /**
  * Route an Upgrade / CONNECT request, run the HCM's HTTP filters on it (connect_authority,
@@ -83,7 +86,12 @@ function admit(hcm: Hcm, ex: Exchange, rec: RequestRecord, kind: string, isConne
   run.continueDecoding();
 }
 
-function tunnel(hcm: Hcm, ex: Exchange, rec: RequestRecord, downstream: Socket | ServerHttp2Stream, plan: NonNullable<ReturnType<typeof planForward>>, onConnect: (upstream: Socket) => void): void {
+/**
+ * Connects to the planned host; `onConnect` gets the upstream socket and `open`, which splices
+ * the two connections (CONNECT opens at once, an Upgrade only after the upstream's 101).
+ */
+function tunnel(hcm: Hcm, ex: Exchange, rec: RequestRecord, downstream: Socket | ServerHttp2Stream, plan: Plan,
+  onConnect: (upstream: Socket, open: () => void) => void): void {
   const s = hcm.settings;
   s.stats.upgradesTotal.inc();
   // Filter state the connection and the request share with the upstream reaches an internal listener.
@@ -91,33 +99,81 @@ function tunnel(hcm: Hcm, ex: Exchange, rec: RequestRecord, downstream: Socket |
   let connected = false;
   upstream.once(plan.host.tls ? 'secureConnect' : 'connect', () => {
     connected = true;
-    onConnect(upstream);
-    splice(downstream, upstream, (up, down) => {
+    onConnect(upstream, () => splice(downstream, upstream, (up, down) => {
       rec.bytesReceived = up;
       rec.bytesSent += down;
       complete(rec, s);
-    });
+    }));
   });
-  upstream.once('error', () => {
+  upstream.on('error', () => {
     if (connected) return;
+    connected = true;
     plan.cluster.stats.cxConnectFail.inc();
     finishLocal(rec, s, 503, LocalBody.connectFailure, Flag.UpstreamConnectionFailure, 'upstream_reset_before_response_started{connection_failure}');
   });
 }
 
-/** HTTP/1.1 Upgrade (WebSocket and others): forward the request head, then splice bytes both ways. */
+const RESET_BODY = { connection_termination: LocalBody.connectionTermination, protocol_error: LocalBody.protocolError } as const;
+const RESET_FLAG = { connection_termination: Flag.UpstreamConnectionTermination, protocol_error: Flag.UpstreamProtocolError } as const;
+
+/**
+ * After the Upgrade request went upstream: a 101 opens the tunnel (the client's early bytes follow
+ * it upstream); any other answer is relayed and both connections close; no answer within the route
+ * timeout is a 504. Until then the client's socket stays paused.
+ */
+function awaitSwitch(hcm: Hcm, ex: RawH1Exchange, rec: RequestRecord, upstream: Socket, early: Buffer, timeoutMs: number, open: () => void): void {
+  const s = hcm.settings;
+  const downstream = ex.socket;
+  let timer: NodeJS.Timeout | undefined;
+  const onDownstreamClose = (): void => { clearTimeout(timer); stop(); upstream.destroy(); rec.flags = Flag.DownstreamConnectionTermination; complete(rec, s); };
+  const settle = (): void => { clearTimeout(timer); downstream.off('close', onDownstreamClose); };
+  const stop = awaitUpgradeAnswer(upstream, {
+    switched(rawHead, rest) {
+      settle();
+      rec.status = 101;
+      rec.details = 'via_upstream';
+      rec.bytesSent = rawHead.length + rest.length;
+      downstream.write(rawHead);
+      if (rest.length) downstream.write(rest);
+      if (early.length) upstream.write(early);
+      open();
+    },
+    refused(head, rest) {
+      settle();
+      rec.status = head.status;
+      rec.details = 'via_upstream';
+      const noBody = ex.method === 'HEAD' || head.status === 204 || head.status === 304;
+      relayRefusal(upstream, downstream, head, rest, noBody, (sent) => { rec.bytesSent = sent; complete(rec, s); });
+    },
+    failed(reason) {
+      settle();
+      upstream.destroy();
+      finishLocal(rec, s, 503, RESET_BODY[reason], RESET_FLAG[reason], `upstream_reset_before_response_started{${reason}}`);
+    },
+  });
+  downstream.once('close', onDownstreamClose);
+  if (timeoutMs > 0) {
+    timer = setTimeout(() => {
+      settle();
+      stop();
+      upstream.destroy();
+      finishLocal(rec, s, 504, LocalBody.timeout, Flag.UpstreamRequestTimeout, 'upstream_response_timeout');
+    }, timeoutMs);
+  }
+}
+
+/** HTTP/1.1 Upgrade (WebSocket and others): forward the request head; a 101 turns the connection into a tunnel. */
 export function handleUpgrade(hcm: Hcm, req: Head, socket: Socket, head: Buffer, conn: ConnInfo): void {
   const ex = new RawH1Exchange(req, socket, conn);
   const kind = String(req.headers.upgrade ?? '').split(',')[0].trim().toLowerCase();
   const rec = new RequestRecord(ex, performance.now());
   const upgradeValue = req.headers.upgrade;
-  admit(hcm, ex, rec, kind, false, ({ plan }) => tunnel(hcm, ex, rec, socket, plan, (upstream) => {
+  admit(hcm, ex, rec, kind, false, ({ plan }) => tunnel(hcm, ex, rec, socket, plan, (upstream, open) => {
     const h = plan.headers;
     h.connection = 'upgrade';
     h.upgrade = upgradeValue;
     upstream.write(`${ex.method} ${plan.path} HTTP/1.1\r\n${serializeHeaders(h)}\r\n`);
-    if (head.length) upstream.write(head);
-    rec.status = 101;
+    awaitSwitch(hcm, ex, rec, upstream, head, plan.timeoutMs, open);
   }));
 }
 
@@ -125,11 +181,12 @@ export function handleUpgrade(hcm: Hcm, req: Head, socket: Socket, head: Buffer,
 export function handleH1Connect(hcm: Hcm, req: Head, socket: Socket, head: Buffer, conn: ConnInfo): void {
   const ex = new RawH1Exchange(req, socket, conn);
   const rec = new RequestRecord(ex, performance.now());
-  admit(hcm, ex, rec, 'connect', true, ({ plan, terminate }) => tunnel(hcm, ex, rec, socket, plan, (upstream) => {
+  admit(hcm, ex, rec, 'connect', true, ({ plan, terminate }) => tunnel(hcm, ex, rec, socket, plan, (upstream, open) => {
     rec.status = 200;
     if (terminate) ex.respond(200, {}, false);
     else upstream.write(`CONNECT ${ex.authority} HTTP/1.1\r\n${serializeHeaders(plan.headers)}\r\n`);
     if (head.length) upstream.write(head);
+    open();
   }));
 }
 
@@ -143,8 +200,9 @@ export function handleH2Connect(hcm: Hcm, stream: ServerHttp2Stream, headers: H2
     finishLocal(rec, hcm.settings, 403, undefined, Flag.None, 'upgrade_failed');
     return;
   }
-  admit(hcm, ex, rec, 'connect', true, ({ plan }) => tunnel(hcm, ex, rec, stream, plan, () => {
+  admit(hcm, ex, rec, 'connect', true, ({ plan }) => tunnel(hcm, ex, rec, stream, plan, (_upstream, open) => {
     rec.status = 200;
     stream.respond({ ':status': 200 });
+    open();
   }));
 }

@@ -16,6 +16,8 @@ import type { LiveNetworkFilter } from '../filters/network/types.ts';
 import { registerInternalListener, unregisterInternalListener, type InternalAccept, type InternalConnectMeta } from './internal.ts';
 import type { InternalSocket } from './internal-socket.ts';
 import { restoreInternalAddresses, type RestoredAddresses } from './internal-dst.ts';
+import { DrainManager } from '../core/drain.ts';
+import { overloadState } from '../core/overload.ts';
 
 type Terminal = HttpConnectionManager | TcpProxy;
 
@@ -32,6 +34,10 @@ class ListenerStats {
   /** ssl.* and server_ssl_socket_factory.*, for listeners with a TLS chain. */
   readonly ssl: SslStats | undefined;
   readonly timeouts: Counter;
+  /** Refused past the global connection cap (overload.global_downstream_max_connections). */
+  readonly globalCxOverflow: Counter;
+  /** Refused by the overload action stop_accepting_connections. */
+  readonly overloadReject: Counter;
   constructor(store: StatsStore, prefix: string, tls: boolean) {
     const p = store.scope('listener', 'envoy_listener_address', prefix);
     this.cxTotal = p.counter('downstream_cx_total');
@@ -39,6 +45,8 @@ class ListenerStats {
     this.noChain = p.counter('no_filter_chain_match');
     this.ssl = tls ? new SslStats(p, 'server') : undefined;
     this.timeouts = p.counter('downstream_pre_cx_timeout');
+    this.globalCxOverflow = p.counter('downstream_global_cx_overflow');
+    this.overloadReject = p.counter('downstream_cx_overload_reject');
   }
 }
 
@@ -51,6 +59,8 @@ export class ActiveListener {
   /** Replaced by update(): new connections use the new config, existing ones keep theirs. */
   config: ListenerConfig;
   private readonly live = new Map<FilterChainConfig, LiveChain>();
+  /** Drives this listener's HTTP connections away while draining (shared by all its chains). */
+  readonly drainManager = new DrainManager();
   private readonly stats: ListenerStats;
   private server: Server | undefined;
   /** Finds the listener for an original destination (use_original_dst hand-off). */
@@ -72,7 +82,7 @@ export class ActiveListener {
     if (!c) {
       const scope = { store: this.store, clusters: this.clusters, direction: this.config.direction };
       const terminal = chain.terminal.kind === 'hcm'
-        ? new HttpConnectionManager(chain.terminal.config, this.clusters, this.store, this.config.direction)
+        ? new HttpConnectionManager(chain.terminal.config, this.clusters, this.store, this.config.direction, this.drainManager)
         : new TcpProxy(chain.terminal.config, this.clusters, this.store);
       c = { filters: chain.readFilters.map((f) => f.live(scope)), terminal };
       this.live.set(chain, c);
@@ -110,6 +120,11 @@ export class ActiveListener {
 
   accept(socket: Socket): void {
     const stats = this.stats;
+    // The overload manager's checks come first: a refused connection costs nothing more.
+    if (overloadState.connections >= overloadState.maxConnections) { stats.globalCxOverflow.inc(); socket.destroy(); return; }
+    if (overloadState.stopAcceptingConnections) { stats.overloadReject.inc(); socket.destroy(); return; }
+    overloadState.connections++;
+    socket.once('close', connectionClosed);
     stats.cxTotal.inc();
     stats.cxActive.inc();
     socket.once('close', () => stats.cxActive.dec());
@@ -117,7 +132,13 @@ export class ActiveListener {
     const dst = this.config.originalDst && sockoptAvailable ? originalDestination(socket) : { address: socket.localAddress ?? '', port: socket.localPort ?? 0 };
     if (this.config.useOriginalDst && this.redirect && (dst.port !== socket.localPort || dst.address !== socket.localAddress)) {
       const target = this.redirect(dst.address, dst.port);
-      if (target && target !== this) { stats.cxActive.dec(); socket.removeAllListeners('close'); target.handOff(socket, dst); return; }
+      if (target && target !== this) {
+        stats.cxActive.dec();
+        socket.removeAllListeners('close');
+        socket.once('close', connectionClosed);
+        target.handOff(socket, dst);
+        return;
+      }
     }
     this.inspect(socket, dst);
   }
@@ -264,9 +285,20 @@ export class ActiveListener {
 
   /** Stop accepting; existing connections drain (HTTP: GOAWAY / connection: close). */
   drain(): void {
+    this.stopAccepting();
+    for (const c of this.live.values()) if (c.terminal instanceof HttpConnectionManager) c.terminal.drain();
+  }
+
+  /** Close the listening socket (connection attempts are refused); open connections carry on. */
+  stopAccepting(): void {
     this.unregister();
     this.server?.close();
-    for (const c of this.live.values()) if (c.terminal instanceof HttpConnectionManager) c.terminal.drain();
+  }
+
+  /** While draining: ask idle HTTP/1 connections and HTTP/2 sessions to go away, as the drain manager decides. */
+  drainTick(): void {
+    if (!this.drainManager.draining) return;
+    for (const c of this.live.values()) if (c.terminal instanceof HttpConnectionManager) c.terminal.drainTick();
   }
 
   close(): void {
@@ -277,6 +309,11 @@ export class ActiveListener {
 }
 
 const NO_SANS: readonly string[] = [];
+
+/** One downstream socket closed (module-level: no closure per connection). */
+function connectionClosed(): void {
+  overloadState.connections--;
+}
 
 /**
  * The server's ALPN list for one connection. When the tls_inspector saw the client's

@@ -27,13 +27,18 @@ export function occupiedAddress(config: ListenerConfig): string | undefined {
   return formatHostPort(config.address.address, config.address.port);
 }
 
-/** Binds (and closes) a socket on the listener's address with the same options the listener will use. */
+/**
+ * Binds (and closes) a socket on the listener's address with the same options the listener will
+ * use. A client that connects in between is dropped; closing frees the port at once (the close
+ * callback would also wait for such connections, so it is not awaited).
+ */
 export function probeBind(config: ListenerConfig, reusePort: boolean): Promise<void> {
   return new Promise((resolve, reject) => {
-    const server = createServer();
+    const server = createServer({ pauseOnConnect: true }, (socket) => socket.destroy());
     server.once('error', (e) => reject(bindError(config, e)));
     server.listen({ host: config.address.address, port: config.address.port, reusePort, backlog: 1 }, () => {
-      server.close(() => resolve());
+      server.close();
+      resolve();
     });
   });
 }

@@ -9,6 +9,7 @@ import { bindError, probeBind } from './bind-check.ts';
 import type { ListenerConfig } from './config.ts';
 import type { ClusterManager } from '../upstream/manager.ts';
 import type { StatsStore } from '../stats/store.ts';
+import type { DrainStrategy } from '../core/drain.ts';
 
 export class ListenerManager {
   private readonly byName = new Map<string, ActiveListener>();
@@ -18,8 +19,9 @@ export class ListenerManager {
   private readonly reusePort: boolean;
   /** Sockets are bound only once the server starts (Envoy's init manager), then on every add. */
   private started = false;
-  /** Per name, the latest addOrUpdate: an older one that finishes binding later must not win. */
+  /** Per name, the latest addOrUpdate (unique across names): an older one that finishes binding later must not win. */
   private readonly generation = new Map<string, number>();
+  private lastGeneration = 0;
 
   constructor(clusters: ClusterManager, store: StatsStore, reusePort: boolean) {
     this.clusters = clusters;
@@ -49,7 +51,7 @@ export class ListenerManager {
    * ...") and the old listener, if any, keeps serving.
    */
   async addOrUpdate(config: ListenerConfig): Promise<void> {
-    const gen = (this.generation.get(config.name) ?? 0) + 1;
+    const gen = ++this.lastGeneration;
     this.generation.set(config.name, gen);
     const old = this.byName.get(config.name);
     if (old && sameAddress(old.config, config)) {
@@ -84,7 +86,7 @@ export class ListenerManager {
   }
 
   remove(name: string): void {
-    this.generation.set(name, (this.generation.get(name) ?? 0) + 1);
+    this.generation.delete(name);
     const l = this.byName.get(name);
     if (l) this.removeListener(l);
     this.publish();
@@ -104,10 +106,27 @@ export class ListenerManager {
   }
 
   drainAll(inboundOnly: boolean): void {
-    for (const l of this.byName.values()) {
-      if (inboundOnly && (l.config.source.traffic_direction ?? '') !== 'INBOUND') continue;
-      l.drain();
-    }
+    for (const l of this.selected(inboundOnly)) l.drain();
+  }
+
+  /** Close every listening socket: new connections are refused; open ones carry on. */
+  stopAccepting(): void {
+    for (const l of this.byName.values()) l.stopAccepting();
+  }
+
+  /** Start the drain managers: HTTP connections are asked to go away as `strategy` says. */
+  startDrain(inboundOnly: boolean, strategy: DrainStrategy, ms: number): void {
+    for (const l of this.selected(inboundOnly)) l.drainManager.start(strategy, ms);
+  }
+
+  /** Idle HTTP/1 connections close and HTTP/2 sessions get GOAWAY as their drain managers decide. */
+  drainTick(): void {
+    for (const l of this.byName.values()) l.drainTick();
+  }
+
+  private selected(inboundOnly: boolean): ActiveListener[] {
+    const all = [...this.byName.values()];
+    return inboundOnly ? all.filter((l) => (l.config.source.traffic_direction ?? '') === 'INBOUND') : all;
   }
 
   closeAll(): void {

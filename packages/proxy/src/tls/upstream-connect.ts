@@ -1,6 +1,7 @@
 import { Socket } from 'node:net';
 import type { buildConnector } from 'undici';
 import { connect as tlsConnect, type PeerCertificate, type TLSSocket } from 'node:tls';
+import { noteUpstreamSans } from './upstream-sans.ts';
 import type { TlsState, UpstreamTls } from './context.ts';
 import { CHAIN_ERRORS, type SslStats } from './ssl-stats.ts';
 import { sansMatch } from './validation.ts';
@@ -41,6 +42,7 @@ export function connectUpstreamTls(tls: UpstreamTls, address: string, port: numb
     checkServerIdentity: (_host: string, cert: PeerCertificate) => (sansMatch(state.sanMatchers, cert) ? undefined : sanError()),
   });
   watchHandshake(socket, state, stats);
+  socket.once('secureConnect', () => noteUpstreamSans(address, port, socket));
   return socket;
 }
 

@@ -4,6 +4,8 @@ import { compileUpstreamTls, UPSTREAM_TLS, type UpstreamTls } from '../tls/conte
 import { compileLocalityLbOptions, type LocalityLbOptions } from './locality.ts';
 import { compileHashLbConfig, type HashLbConfig } from './lb-hash.ts';
 import { compileOutlierDetection, type OutlierConfig } from './outlier.ts';
+import { readUpstreamBind } from './bind-config.ts';
+import { readUpstreamMetadataExchange } from './cluster-filters.ts';
 
 const HTTP_PROTOCOL_OPTIONS = 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
 const HTTP_PROTOCOL_OPTIONS_URL = 'type.googleapis.com/' + HTTP_PROTOCOL_OPTIONS;
@@ -19,7 +21,7 @@ const HEALTH = ['UNKNOWN', 'HEALTHY', 'UNHEALTHY', 'DRAINING', 'TIMEOUT', 'DEGRA
 
 /** Behaviour-changing cluster fields that are not built yet: refuse rather than silently ignore. */
 const NOT_YET = ['health_checks', 'lb_subset_config',
-  'cluster_type', 'load_balancing_policy', 'upstream_bind_config', 'transport_socket_matcher'];
+  'cluster_type', 'load_balancing_policy', 'transport_socket_matcher'];
 
 export type UpstreamProtocol = 'http1' | 'http2' | 'downstream';
 
@@ -110,6 +112,10 @@ export interface ClusterConfig {
   readonly upstreamPortOverride: number;
   /** transport_socket InternalUpstreamTransport; undefined for raw/TLS transports. */
   readonly internalUpstream: InternalUpstreamConfig | undefined;
+  /** upstream_bind_config.source_address: connect from this address (Istio's inbound 127.0.0.6). */
+  readonly sourceAddress: string | undefined;
+  /** filters: Istio's TCP metadata exchange upstream (its ALPN protocol), the one upstream filter supported. */
+  readonly upstreamMx: string | undefined;
   /** Cluster metadata.filter_metadata. */
   readonly metadata: Readonly<Record<string, unknown>> | undefined;
   /** The config as written, for /config_dump. */
@@ -165,6 +171,8 @@ export function compileCluster(m: Msg): ClusterConfig {
     originalDstCleanupMs: m.durationMs('cleanup_interval', 5000),
     upstreamPortOverride: readPortOverride(odc),
     internalUpstream,
+    sourceAddress: readUpstreamBind(m, tls !== undefined || socketMatches.some((t) => t.tls !== undefined)),
+    upstreamMx: readUpstreamMetadataExchange(m),
     metadata: readFilterMetadata(m),
     source: m.raw,
   };

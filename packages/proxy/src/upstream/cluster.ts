@@ -263,6 +263,7 @@ export class Cluster {
       connect: host.internal ? () => connectInternalHost(this, host, undefined) : undefined,
       address: host.address,
       port: host.port,
+      localAddress: cfg.sourceAddress,
       tls: host.tls,
       alpnOverride,
       sslStats: stats.ssl,
@@ -299,6 +300,7 @@ export class Cluster {
       ...({ useH2c: !tls } as object),
       h2Options: { maxConcurrentStreams: Math.min(cfg.maxConcurrentStreams, 1000), connectionWindowSize: 16 << 20, settings: { initialWindowSize: 4 << 20 } },
       connect: tls ? undiciTlsConnector(tls, ['h2'], this.stats.ssl, alpnOverride) : undefined,
+      ...(cfg.sourceAddress ? { localAddress: cfg.sourceAddress } : {}),
     });
     pool.on('connect', () => { this.stats.cxTotal.inc(); this.stats.cxActive.inc(); host.cxTotal++; host.cxActive++; breakers.connections.inc(); });
     pool.on('disconnect', () => { this.stats.cxActive.dec(); host.cxActive--; breakers.connections.dec(); });

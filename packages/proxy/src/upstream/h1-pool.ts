@@ -31,6 +31,8 @@ export interface H1PoolOptions {
   readonly onConnectFail: () => void;
   /** Opens the connection instead of TCP/TLS to address:port (internal listener endpoints). */
   readonly connect?: () => Socket;
+  /** upstream_bind_config: the local address to connect from. */
+  readonly localAddress?: string;
 }
 
 export interface UpstreamRequest {
@@ -276,7 +278,7 @@ class H1ClientConnection {
     const o = pool.opts;
     this.socket = o.connect ? o.connect() : o.tls
       ? connectUpstreamTls(o.tls, o.address, o.port, ['http/1.1'], o.sslStats, o.alpnOverride)
-      : netConnect({ host: o.address, port: o.port, noDelay: true, onread: { buffer: READ_BUFFER, callback: (n: number): boolean => this.onRead(n) } });
+      : netConnect({ host: o.address, port: o.port, localAddress: o.localAddress, noDelay: true, onread: { buffer: READ_BUFFER, callback: (n: number): boolean => this.onRead(n) } });
     const socket = this.socket;
     this.call = first;
     first.conn = this;

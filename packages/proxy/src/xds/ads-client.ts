@@ -28,6 +28,9 @@ export interface AdsClientOptions {
   readonly backoffMaxMs?: number;
 }
 
+/** Responses read ahead of the one being applied before the stream stops reading. */
+const MAX_QUEUED_RESPONSES = 8;
+
 /** Envoy's stat prefixes for each subscription. */
 const STAT_PREFIX: Record<string, string> = {
   [TYPE_URL.cluster]: 'cluster_manager.cds', [TYPE_URL.listener]: 'listener_manager.lds',
@@ -118,11 +121,20 @@ export class AdsClient {
       this.protocol = protocol;
       for (const b of protocol.open()) call.write(b);
     });
+    // Responses wait their turn here; past a few, stop reading (HTTP/2 flow control holds the rest
+    // at the server), so a server flooding responses cannot grow this queue without bound.
+    let queued = 0;
     call.on('data', (bytes: Buffer) => {
       if (this.call !== call) return;
-      this.failures = 0;
       this.setConnected(true);
-      this.enqueue(() => this.handle(call, protocol, bytes));
+      if (++queued >= MAX_QUEUED_RESPONSES) call.pause();
+      this.enqueue(async () => {
+        try {
+          await this.handle(call, protocol, bytes);
+        } finally {
+          if (--queued === 0) call.resume();
+        }
+      });
     });
     call.on('error', (e: Error) => this.broken(call, e.message));
     call.on('end', () => this.broken(call, 'stream ended'));
@@ -133,6 +145,7 @@ export class AdsClient {
     let out: Buffer[];
     try {
       out = await protocol.onResponse(bytes);
+      this.failures = 0;
     } catch (e) {
       if (!(e instanceof MalformedResponse)) throw e;
       // Envoy's gRPC client resets a stream whose message does not parse; the next one starts afresh.

@@ -5,8 +5,11 @@
  * "1.5s", enums by name, wrappers as plain values, Struct as plain JSON, 64-bit
  * integers as strings, bytes as base64, default values omitted.
  */
+import protobuf from 'protobufjs';
 import type { Field, Type } from 'protobufjs';
 import { ConfigError } from '../core/errors.ts';
+import { schemaForUrl } from '../config/schema-protobufjs.ts';
+import { checkTypedStructValue, TYPED_STRUCT_TYPES, unknownFieldMessage, type UnknownField } from '../config/strict.ts';
 import { isEnum, isType, typeForUrl } from './protos.ts';
 
 type Json = Record<string, unknown>;
@@ -24,6 +27,30 @@ export interface AnyResource {
   typeUrl?: string;
   value: Uint8Array;
 }
+
+/**
+ * Protobuf fields the descriptors do not know (a newer control plane's): Envoy counts them in
+ * server.dynamic_unknown_fields and logs them ('warn', its default), or with
+ * --reject-unknown-dynamic-fields rejects the resource, or with --ignore-unknown-dynamic-fields
+ * ignores them. A process-wide flag, as in Envoy; set once at start-up.
+ */
+export interface UnknownFieldPolicy {
+  readonly mode: 'warn' | 'reject' | 'ignore';
+  /** 'warn': each unknown field, with its path in the resource and its number. */
+  readonly onUnknown?: (path: string, typeName: string, fieldNumber: number) => void;
+}
+
+let unknownPolicy: UnknownFieldPolicy = { mode: 'warn' };
+
+export function setUnknownFieldPolicy(policy: UnknownFieldPolicy): void {
+  unknownPolicy = policy;
+}
+
+/** Field names in a TypedStruct's JSON value are checked against the named type: a misspelling is a NACK. */
+function rejectUnknownName(f: UnknownField): never {
+  throw new XdsDecodeError(f.path, unknownFieldMessage(f.typeName));
+}
+const TYPED_STRUCT_CHECK = { typeForUrl: schemaForUrl, onUnknown: rejectUnknownName };
 
 /** Decodes one Any into proto-JSON; throws XdsDecodeError naming the type URL it does not know. */
 export function decodeResource(any: AnyResource): Json {
@@ -48,13 +75,36 @@ function anyToJson(typeUrl: string, value: Uint8Array, path: string): Json {
   if (!type) throw new XdsDecodeError(path, `unknown type URL ${typeUrl}`);
   let msg: Json;
   try {
-    msg = type.decode(value) as unknown as Json;
+    // Keep unknown fields (as non-enumerable `$unknowns`) so messageToJson can apply the policy.
+    const reader = protobuf.Reader.create(value);
+    reader.discardUnknown = unknownPolicy.mode === 'ignore';
+    msg = type.decode(reader) as unknown as Json;
   } catch (e) {
     throw new XdsDecodeError(path, `cannot decode ${typeUrl}: ${(e as Error).message}`);
   }
   const body = messageToJson(type, msg, path);
-  if (VALUE_WKTS.has(fullName(type))) return { '@type': typeUrl, value: body };
+  const name = fullName(type);
+  if (VALUE_WKTS.has(name)) return { '@type': typeUrl, value: body };
+  if (TYPED_STRUCT_TYPES.has(name)) checkTypedStructValue(body as Json, path, TYPED_STRUCT_CHECK);
   return { '@type': typeUrl, ...(body as Json) };
+}
+
+function onUnknownFields(type: Type, unknowns: readonly Uint8Array[], path: string): void {
+  for (const raw of unknowns) {
+    const number = tagFieldNumber(raw);
+    if (unknownPolicy.mode === 'reject') throw new XdsDecodeError(path, `unknown field number ${number} of ${fullName(type)}`);
+    unknownPolicy.onUnknown?.(path, fullName(type), number);
+  }
+}
+
+/** The field number of a preserved unknown field (its bytes start with the varint tag). */
+function tagFieldNumber(raw: Uint8Array): number {
+  let tag = 0;
+  for (let i = 0, shift = 0; i < raw.length && i < 5; i++, shift += 7) {
+    tag += (raw[i] & 0x7f) * 2 ** shift;
+    if ((raw[i] & 0x80) === 0) break;
+  }
+  return Math.floor(tag / 8);
 }
 
 /** protobufjs computes `fullName` by walking parents on every read: cache it per type (hot path). */
@@ -133,6 +183,8 @@ export function messageToJson(type: Type, msg: Json, path: string): unknown {
       out[name] = singleToJson(f, v, fp);
     }
   }
+  const unknowns = (msg as { $unknowns?: Uint8Array[] }).$unknowns;
+  if (unknowns !== undefined) onUnknownFields(type, unknowns, path);
   return out;
 }
 

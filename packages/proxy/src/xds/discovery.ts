@@ -19,6 +19,8 @@ export const TYPE_URL = {
   address: 'type.googleapis.com/istio.workload.Address',
   /** WDS L4 policy (ztunnel, Delta ADS only). */
   authorization: 'type.googleapis.com/istio.security.Authorization',
+  /** NDS: the DNS name table for the agent's DNS proxy (one unnamed resource). */
+  nameTable: 'type.googleapis.com/istio.networking.nds.v1.NameTable',
 } as const;
 
 export const ADS_SERVICE = 'envoy.service.discovery.v3.AggregatedDiscoveryService';

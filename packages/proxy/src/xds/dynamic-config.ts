@@ -26,10 +26,12 @@ export type { ErrorState, TrackedResource } from './state.ts';
 
 type Json = Record<string, unknown>;
 
-/** Hooks for resource types owned elsewhere (SDS secrets, ECDS extension configs). */
+/** Hooks for resource types owned elsewhere (SDS secrets, ECDS extension configs, NDS). */
 export interface ExtraTypeSink {
   apply(name: string, json: Json, version: string): void;
   remove(name: string): void;
+  /** Subscribe to the type as a wildcard (NDS); otherwise the names listeners/clusters refer to. */
+  readonly wildcard?: boolean;
 }
 
 const NO_NAMES: ReadonlySet<string> = new Set();
@@ -53,6 +55,8 @@ export class DynamicConfig implements XdsHandler {
   private readonly adsSecrets = new Map<string, readonly string[]>();
   readonly secrets = new Map<string, TrackedResource>();
   readonly extensions = new Map<string, TrackedResource>();
+  /** Resources of sink-only types (NDS), by type. */
+  readonly others = new Map<string, Map<string, TrackedResource>>();
   private readonly errorLog = new ErrorLog();
   readonly errors = this.errorLog.byType;
   /** initial_fetch_timeout per subscription (keys `cds`, `lds`, `rds/<name>`, `eds/<service>`). */
@@ -111,10 +115,12 @@ export class DynamicConfig implements XdsHandler {
     const slash = key.indexOf('/');
     const kind = slash < 0 ? key : key.slice(0, slash);
     const name = key.slice(slash + 1);
-    if (kind === 'cds') { this.sawCds = true; this.counters?.('cluster_manager.cds.init_fetch_timeout'); }
-    else if (kind === 'lds') { this.sawLds = true; this.counters?.('listener_manager.lds.init_fetch_timeout'); }
+    // Counted where the timer ran (the main thread), not again on each worker that hears of it.
+    const count = this.fetchTimers.enabled ? this.counters : undefined;
+    if (kind === 'cds') { this.sawCds = true; count?.('cluster_manager.cds.init_fetch_timeout'); }
+    else if (kind === 'lds') { this.sawLds = true; count?.('listener_manager.lds.init_fetch_timeout'); }
     else if (kind === 'eds') this.edsFetchTimedOut(name);
-    else if (kind === 'rds') void this.lds.promote();
+    else if (kind === 'rds') this.lds.routeFetchTimedOut(name, count);
     this.finishInit();
     this.onFetchTimeout?.(key);
     this.interestChanged?.();
@@ -143,7 +149,7 @@ export class DynamicConfig implements XdsHandler {
         for (const list of this.adsSecrets.values()) for (const n of list) names.add(n);
         return { wildcard: false, names };
       }
-      default: return { wildcard: false, names: NO_NAMES };
+      default: return { wildcard: this.sinks.get(typeUrl)?.wildcard === true, names: NO_NAMES };
     }
   }
 
@@ -158,7 +164,12 @@ export class DynamicConfig implements XdsHandler {
       case TYPE_URL.route: await this.lds.applyRoutes(u, rejections); break;
       case TYPE_URL.secret: this.applyExtra(u, this.secrets, rejections); break;
       case TYPE_URL.extension: await this.applyExtensions(u, rejections); break;
-      default: for (const r of u.resources) rejections.push({ name: r.name, message: `unsupported resource type ${u.typeUrl}` });
+      default: {
+        if (!this.sinks.has(u.typeUrl)) { for (const r of u.resources) rejections.push({ name: r.name, message: `unsupported resource type ${u.typeUrl}` }); break; }
+        let into = this.others.get(u.typeUrl);
+        if (!into) { into = new Map(); this.others.set(u.typeUrl, into); }
+        this.applyExtra(u, into, rejections);
+      }
     }
     // Refused before they got here: shown as error_state; whatever was under the name stays.
     for (const x of u.refused ?? []) this.errorLog.reject(u.typeUrl, x.name, { name: x.name }, x.message, rejections);

@@ -124,6 +124,12 @@ export class DynamicListeners {
     await this.promote(out);
   }
 
+  /** A route's initial fetch timed out: its listeners stop waiting and serve without it (404 NR). */
+  routeFetchTimedOut(name: string, count: ((stat: string) => void) | undefined): void {
+    for (const sc of rdsRoute(name).statScopes()) count?.(`${sc}init_fetch_timeout`);
+    void this.promote();
+  }
+
   /** ECDS configs changed: active listeners using them are rebuilt and updated in place (connections drain). */
   async rebuildUsing(changed: ReadonlySet<string>): Promise<void> {
     for (const [name, tracked] of this.active) {

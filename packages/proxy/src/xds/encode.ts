@@ -6,6 +6,8 @@
 import type { Field, Type } from 'protobufjs';
 import { ConfigError } from '../core/errors.ts';
 import { isType, typeForUrl } from './protos.ts';
+import { schemaForUrl } from '../config/schema-protobufjs.ts';
+import { checkTypedStructValue, TYPED_STRUCT_TYPES, unknownFieldMessage, type UnknownField } from '../config/strict.ts';
 
 type Json = Record<string, unknown>;
 
@@ -19,12 +21,15 @@ export class XdsEncodeError extends ConfigError {
 
 /** `{"@type": url, ...fields}` → `{type_url, value}`. */
 export function encodeResource(json: Json, path = ''): { type_url: string; value: Uint8Array } {
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new XdsEncodeError(path, 'expected an object with "@type"');
   const url = json['@type'];
   if (typeof url !== 'string' || url === '') throw new XdsEncodeError(path, 'missing "@type"');
   const type = typeForUrl(url);
   if (!type) throw new XdsEncodeError(path, `unknown type URL ${url}`);
   const body: unknown = VALUE_WKTS.has(fullName(type)) ? json.value : withoutType(json);
   const plain = jsonToPlain(type, body, path);
+  // A TypedStruct's value is a free-form Struct on the wire: check its names against the named type here.
+  if (TYPED_STRUCT_TYPES.has(fullName(type))) checkTypedStructValue(json, path, TYPED_STRUCT_CHECK);
   return { type_url: url, value: type.encode(type.fromObject(plain as Json)).finish() };
 }
 
@@ -35,6 +40,11 @@ const VALUE_WKTS = new Set([
   'google.protobuf.UInt64Value', 'google.protobuf.Int32Value', 'google.protobuf.UInt32Value',
   'google.protobuf.BoolValue', 'google.protobuf.StringValue', 'google.protobuf.BytesValue',
 ]);
+
+function rejectUnknownName(f: UnknownField): never {
+  throw new XdsEncodeError(f.path, unknownFieldMessage(f.typeName));
+}
+const TYPED_STRUCT_CHECK = { typeForUrl: schemaForUrl, onUnknown: rejectUnknownName };
 
 function withoutType(json: Json): Json {
   const { '@type': _t, ...rest } = json;

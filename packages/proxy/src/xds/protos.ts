@@ -48,10 +48,8 @@ function protoFiles(root: string, rel: string, out: string[]): void {
   }
 }
 
-let cached: Root | undefined;
-
-export function xdsRoot(): Root {
-  if (cached) return cached;
+/** Where the .proto files are: Envoy's and xDS's (deps/), Skua's Istio ones, and the import roots. */
+export function protoDirs(): { deps: string; ownDir: string; includes: string[]; ownFiles: string[] } {
   const deps = depsDir();
   const ownDir = join(dirname(fileURLToPath(import.meta.url)), 'proto');
   const pbjsDir = dirname(require.resolve('protobufjs/package.json'));
@@ -59,6 +57,16 @@ export function xdsRoot(): Root {
     join(deps, 'envoy-api'), join(deps, 'xds'), join(deps, 'googleapis'),
     join(deps, 'protoc-gen-validate'), ownDir, pbjsDir,
   ];
+  const ownFiles: string[] = [];
+  protoFiles(ownDir, 'istio', ownFiles);
+  return { deps, ownDir, includes, ownFiles };
+}
+
+let cached: Root | undefined;
+
+export function xdsRoot(): Root {
+  if (cached) return cached;
+  const { deps, ownFiles, includes } = protoDirs();
   const root = new protobuf.Root();
   root.resolvePath = (_origin: string, target: string): string | null => {
     if (target.startsWith('/')) return target;
@@ -94,9 +102,7 @@ export function xdsRoot(): Root {
     protoFiles(join(deps, inc), rel, list);
     for (const f of list) if (canLoad(f)) files.push(f);
   }
-  const own: string[] = [];
-  protoFiles(ownDir, 'istio', own);
-  for (const f of own) files.push(f);
+  for (const f of ownFiles) files.push(f);
   root.loadSync(files, { keepCase: true });
   root.resolveAll();
   cached = root;

@@ -3,6 +3,9 @@
  * attack could use (obs-fold, bare CR/LF, whitespace before the colon, TE with
  * CL, bad Content-Length) is an error, never a guess.
  */
+import { trimOws } from './chunked.ts';
+
+export { ChunkedDecoder } from './chunked.ts';
 export type Headers = Record<string, string | string[] | undefined>;
 
 export interface Head {
@@ -24,11 +27,17 @@ export interface Head {
   expectContinue: boolean;
 }
 
-/** Why a head was refused; the server maps these to 400 / 431 / 501. */
-export type HeadError = 'bad-request' | 'too-many-headers' | 'bad-transfer-encoding';
+/**
+ * Why a head was refused; the server maps these to 400 / 431 / 501 and to Envoy's
+ * response_code_details (http1.codec_error, http1.too_many_headers, ...).
+ */
+export type HeadError = 'bad-request' | 'too-many-headers' | 'bad-transfer-encoding' | 'invalid-characters'
+  | 'chunked-with-length' | 'underscore';
 
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const BAD_VALUE = /[\0\r\n\x7f]/;
+/** headers_with_underscores_action: what a request header name with `_` gets. */
+export const Underscores = { Allow: 0, Reject: 1, Drop: 2 } as const;
+export type UnderscoreAction = (typeof Underscores)[keyof typeof Underscores];
+
 
 /** tchar (RFC 9110 §5.6.2) by char code. */
 const TCHAR = new Uint8Array(128);
@@ -36,6 +45,7 @@ for (const c of "!#$%&'*+-.^_`|~") TCHAR[c.charCodeAt(0)] = 1;
 for (let c = 48; c <= 57; c++) TCHAR[c] = 1;
 for (let c = 65; c <= 90; c++) TCHAR[c] = 2; // upper case: needs folding
 for (let c = 97; c <= 122; c++) TCHAR[c] = 1;
+TCHAR[95] = 5; // '_' (4 marks it for headers_with_underscores_action)
 
 const CR = 13, LF = 10, SP = 32, HTAB = 9, COLON = 58;
 
@@ -44,8 +54,8 @@ const CR = 13, LF = 10, SP = 32, HTAB = 9, COLON = 58;
  * decoded once to a latin1 string and scanned by char code: no split, no
  * per-line regex, substrings only for what is kept.
  */
-export function parseHead(buf: Buffer, start: number, end: number, isRequest: boolean, maxHeaders: number): Head | HeadError {
-  return parseHeadText(buf.toString('latin1', start, end), end - start, isRequest, maxHeaders);
+export function parseHead(buf: Buffer, start: number, end: number, isRequest: boolean, maxHeaders: number, underscores: UnderscoreAction = 0): Head | HeadError {
+  return parseHeadText(buf.toString('latin1', start, end), end - start, isRequest, maxHeaders, underscores);
 }
 
 /**
@@ -56,38 +66,55 @@ export function headWindow(buf: Buffer, limit: number): string {
   return buf.toString('latin1', 0, buf.length < limit ? buf.length : limit);
 }
 
-/** Parses `text[0, n)`, a head without its final CRLFCRLF. */
-export function parseHeadText(text: string, n: number, isRequest: boolean, maxHeaders: number): Head | HeadError {
-  let eol = lineEnd(text, 0, n);
-  if (eol < 0) return 'bad-request';
-  const head: Head = {
+/** A head with nothing parsed into it yet (a fresh header map each time). */
+export function emptyHead(): Head {
+  return {
     method: '', target: '', status: 0, reason: '', versionMinor: 1, headers: {}, headerCount: 0,
     contentLength: -1, chunked: false, close: false, upgrade: false, expectContinue: false,
   };
+}
+
+/**
+ * Parses `text[0, n)`, a head without its final CRLFCRLF. A request header field that may appear
+ * once (Host; Content-Length unless repeated identically) is refused when repeated; other repeated
+ * request fields are combined into one comma-separated value (`; ` for Cookie, RFC 9110 §5.3), so
+ * every request header value is a string. Responses keep repeats as arrays (Set-Cookie).
+ */
+export function parseHeadText(text: string, n: number, isRequest: boolean, maxHeaders: number, underscores: UnderscoreAction = 0): Head | HeadError {
+  let eol = lineEnd(text, 0, n);
+  if (eol < 0) return 'bad-request';
+  const head = emptyHead();
   if (!(isRequest ? requestLine(text, eol, head) : statusLine(text, eol, head))) return 'bad-request';
   const headers = head.headers;
-  let keepAlive = false, connectionUpgrade = false, te = '';
+  let keepAlive = false, connectionUpgrade = false, te: string | undefined;
   let pos = eol + 2;
   while (pos < n) {
     eol = lineEnd(text, pos, n);
     if (eol < 0) return 'bad-request';
     if (++head.headerCount > maxHeaders) return 'too-many-headers';
     // Name: tchars up to the colon (no whitespace before it, no obs-fold).
-    let i = pos, upper = false;
+    // The kinds of the name's characters, OR-ed: 2 = upper case, 4 = underscore.
+    let i = pos, kinds = 0;
     for (; i < eol; i++) {
       const c = text.charCodeAt(i);
       if (c === COLON) break;
       const t = c < 128 ? TCHAR[c] : 0;
       if (t === 0) return 'bad-request';
-      if (t === 2) upper = true;
+      kinds |= t;
     }
     if (i === pos || i === eol) return 'bad-request';
+    const upper = (kinds & 2) !== 0;
+    if ((kinds & 4) !== 0 && underscores !== 0 && isRequest) {
+      if (underscores === 1) return 'underscore';
+      pos = eol + 2;
+      continue;
+    }
     const name = knownName(text, pos, i) ?? (upper ? lowerName(text.slice(pos, i)) : text.slice(pos, i));
     // Value: OWS-trimmed, no control characters but HTAB.
     let vs = i + 1, ve = eol;
     for (let j = vs; j < ve; j++) {
       const c = text.charCodeAt(j);
-      if ((c < SP && c !== HTAB) || c === 127) return 'bad-request';
+      if ((c < SP && c !== HTAB) || c === 127) return 'invalid-characters';
     }
     while (vs < ve && (text.charCodeAt(vs) === SP || text.charCodeAt(vs) === HTAB)) vs++;
     while (ve > vs && (text.charCodeAt(ve - 1) === SP || text.charCodeAt(ve - 1) === HTAB)) ve--;
@@ -95,7 +122,13 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
     pos = eol + 2;
     const prev = headers[name];
     if (prev === undefined) headers[name] = value;
-    else if (Array.isArray(prev)) prev.push(value);
+    else if (typeof prev !== 'string' && !Array.isArray(prev)) ownHeader(headers, name, value);
+    else if (name === 'content-length') { if (prev !== value) return 'bad-request'; }
+    else if (isRequest) {
+      if (name === 'host') return 'bad-request';
+      // An empty line adds nothing to the list (no trailing ", ").
+      if (value !== '') headers[name] = prev === '' ? value : `${prev as string}${name === 'cookie' ? '; ' : ', '}${value}`;
+    } else if (Array.isArray(prev)) prev.push(value);
     else headers[name] = [prev, value];
     switch (name) {
       case 'content-length': {
@@ -104,7 +137,7 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
         head.contentLength = len;
         break;
       }
-      case 'transfer-encoding': te = te ? `${te}, ${value}` : value; break;
+      case 'transfer-encoding': te = te === undefined ? value : `${te}, ${value}`; break;
       case 'connection':
         if (value.indexOf(',') < 0) {
           // One option, the usual case: compared in place, nothing allocated.
@@ -120,19 +153,32 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
           else if (t === 'upgrade') connectionUpgrade = true;
         }
         break;
-      case 'expect': if (value.toLowerCase() === '100-continue') head.expectContinue = true; break;
+      case 'expect': if (sameLower(value, '100-continue') || hasToken(value, '100-continue')) head.expectContinue = true; break;
     }
   }
-  if (te) {
-    // Only "chunked" as the final coding is understood; with Content-Length too it is a smuggling vector.
+  // An empty Transfer-Encoding is a coding we do not understand (501), never "no coding".
+  if (te !== undefined) {
+    // With Content-Length too it is a smuggling vector (checked first, as Envoy does); only "chunked" is understood.
+    if (head.contentLength >= 0) return 'chunked-with-length';
     const codings = te.toLowerCase().split(',').map((x) => x.trim()).filter(Boolean);
     if (codings[codings.length - 1] !== 'chunked' || codings.length > 1) return 'bad-transfer-encoding';
-    if (head.contentLength >= 0) return 'bad-request';
+    // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 request is faulty framing.
+    if (isRequest && head.versionMinor === 0) return 'bad-request';
     head.chunked = true;
   }
   if (head.versionMinor === 0 && !keepAlive) head.close = true;
-  head.upgrade = connectionUpgrade && headers.upgrade !== undefined;
+  // An `Upgrade: h2c` offer is ignored, as Envoy does: the request is served over HTTP/1.1.
+  head.upgrade = connectionUpgrade && headers.upgrade !== undefined && !(isRequest && sameLower(headers.upgrade as string, 'h2c'));
   return head;
+}
+
+/**
+ * A header named like an Object.prototype member (`constructor`, `toString`, `__proto__`): the
+ * lookup found the inherited member, not a header. Defined as an own property, so it is a plain
+ * header (and `__proto__` does not reach the prototype setter).
+ */
+function ownHeader(headers: Headers, name: string, value: string): void {
+  Object.defineProperty(headers, name, { value, writable: true, enumerable: true, configurable: true });
 }
 
 /**
@@ -193,6 +239,13 @@ function knownName(text: string, s: number, e: number): string | undefined {
   return undefined;
 }
 
+/** Whether the comma-separated list `v` has the lower-case token `lower` (repeated fields are combined). */
+function hasToken(v: string, lower: string): boolean {
+  if (v.indexOf(',') < 0) return false;
+  for (const t of v.split(',')) if (sameLower(t, lower)) return true;
+  return false;
+}
+
 /** Whether `v` equals the lower-case token `lower`, ignoring ASCII case (and OWS around it, as trimOws does). */
 function sameLower(v: string, lower: string): boolean {
   const t = v.length === lower.length ? v : trimOws(v);
@@ -214,6 +267,16 @@ function parseDigits(v: string): number {
     n = n * 10 + d;
   }
   return n;
+}
+
+/** Whether `c` is a tchar (RFC 9110 §5.6.2), what a method or header name is made of. */
+export function isTokenChar(c: number): boolean {
+  return c < 128 && TCHAR[c] !== 0;
+}
+
+/** Whether `line` (without its CRLF) is a request line this codec accepts. */
+export function isRequestLine(line: string): boolean {
+  return requestLine(line, line.length, emptyHead());
 }
 
 /** `METHOD SP target SP HTTP/1.x`. */
@@ -256,110 +319,10 @@ function statusLine(text: string, eol: number, head: Head): boolean {
   return true;
 }
 
-/** Trims optional whitespace (SP / HTAB only, RFC 9110 §5.6.3). */
-function trimOws(s: string): string {
-  let a = 0, b = s.length;
-  while (a < b && (s.charCodeAt(a) === 32 || s.charCodeAt(a) === 9)) a++;
-  while (b > a && (s.charCodeAt(b - 1) === 32 || s.charCodeAt(b - 1) === 9)) b--;
-  return a === 0 && b === s.length ? s : s.slice(a, b);
-}
-
 /** Index just past the CRLFCRLF that ends a head starting at `from`, or -1. */
 export function findHeadEnd(buf: Buffer, from: number): number {
   const i = buf.indexOf('\r\n\r\n', from, 'latin1');
   return i < 0 ? -1 : i + 4;
-}
-
-const St = { SIZE: 0, EXT: 1, SIZE_LF: 2, DATA: 3, DATA_CR: 4, DATA_LF: 5, TRAILER: 6, DONE: 7 } as const;
-
-/**
- * Streaming chunked-encoding decoder. `push` returns the number of bytes of
- * `buf` it consumed (all of them unless the message ended inside `buf`), or -1
- * on a framing error. Data slices go to `onData` without copying.
- */
-export class ChunkedDecoder {
-  private state: number = St.SIZE;
-  private size = 0;
-  private sizeDigits = 0;
-  private trailerLine = '';
-  private trailerBytes = 0;
-  trailers: Headers | undefined;
-  done = false;
-
-  push(buf: Buffer, start: number, onData: (chunk: Buffer) => void): number {
-    let i = start;
-    const n = buf.length;
-    while (i < n) {
-      switch (this.state) {
-        case St.SIZE: {
-          const c = buf[i];
-          const d = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
-          if (d >= 0) {
-            if (++this.sizeDigits > 15) return -1;
-            this.size = this.size * 16 + d;
-            i++;
-          } else if (this.sizeDigits === 0) return -1;
-          else if (c === 13) { this.state = St.SIZE_LF; i++; }
-          else if (c === 59 || c === 32 || c === 9) { this.state = St.EXT; i++; }
-          else return -1;
-          break;
-        }
-        case St.EXT: {
-          const cr = buf.indexOf(13, i);
-          const lf = buf.indexOf(10, i);
-          // A bare LF inside an extension is a known smuggling vector.
-          if (lf >= 0 && (cr < 0 || lf < cr)) return -1;
-          if (cr < 0) { i = n; break; }
-          i = cr + 1;
-          this.state = St.SIZE_LF;
-          break;
-        }
-        case St.SIZE_LF:
-          if (buf[i++] !== 10) return -1;
-          this.sizeDigits = 0;
-          this.state = this.size === 0 ? St.TRAILER : St.DATA;
-          break;
-        case St.DATA: {
-          const take = Math.min(this.size, n - i);
-          onData(buf.subarray(i, i + take));
-          i += take;
-          this.size -= take;
-          if (this.size === 0) this.state = St.DATA_CR;
-          break;
-        }
-        case St.DATA_CR:
-          if (buf[i++] !== 13) return -1;
-          this.state = St.DATA_LF;
-          break;
-        case St.DATA_LF:
-          if (buf[i++] !== 10) return -1;
-          this.state = St.SIZE;
-          break;
-        case St.TRAILER: {
-          const lf = buf.indexOf(10, i);
-          const end = lf < 0 ? n : lf + 1;
-          this.trailerBytes += end - i;
-          if (this.trailerBytes > 65536) return -1;
-          this.trailerLine += buf.toString('latin1', i, end);
-          i = end;
-          if (lf < 0) break;
-          const line = this.trailerLine;
-          this.trailerLine = '';
-          if (line === '\r\n') { this.state = St.DONE; this.done = true; return i - start; }
-          if (!line.endsWith('\r\n')) return -1;
-          const colon = line.indexOf(':');
-          if (colon <= 0 || !TOKEN.test(line.slice(0, colon))) return -1;
-          const value = line.slice(colon + 1, -2);
-          if (BAD_VALUE.test(value)) return -1;
-          (this.trailers ??= {})[line.slice(0, colon).toLowerCase()] = trimOws(value);
-          break;
-        }
-        default:
-          return i - start;
-      }
-    }
-    return i - start;
-  }
 }
 
 /** Serialises a header map for the wire (names are already lower case). */

@@ -8,6 +8,7 @@ import type { ClusterManager } from '../../../upstream/manager.ts';
 import type { FilterCallbacks, FilterStatus, HttpFilterConfig, HttpFilterExtension, HttpFilterScope, LiveHttpFilter, TrafficDirection } from '../types.ts';
 import { compileIstioStats, ISTIO_STATS_TYPE, type IstioStatsConfig } from './config.ts';
 import { GRPC_STATS_STATE, type GrpcMessageCounts } from '../grpc_stats/filter.ts';
+import { upstreamSans } from '../../../tls/upstream-sans.ts';
 
 /** The reporter label: from the config (SERVER_GATEWAY) or the listener direction; outbound is the default. */
 export function roleFor(config: IstioStatsConfig, direction: TrafficDirection | undefined): Role {
@@ -55,10 +56,16 @@ class LiveIstioStats implements LiveHttpFilter {
     const state = rec.filterState;
     f.peer = peerOf(role === 'source' ? UPSTREAM_PEER : DOWNSTREAM_PEER, state, conn);
     f.endpointPeer = role === 'waypoint' ? peerOf(UPSTREAM_PEER, state, conn) : null;
-    const sans = principals(conn);
-    // A client sidecar's principals are those of its upstream TLS session, which pooled connections do not expose per request.
-    f.peerSan = role === 'source' ? '' : sans.peerSan;
-    f.localSan = role === 'source' ? '' : sans.localSan;
+    if (role === 'source') {
+      // A client sidecar's principals are those of its upstream TLS session (the endpoint's last handshake).
+      const up = upstreamSans(rec.upstreamHost);
+      f.peerSan = up?.peer ?? '';
+      f.localSan = up?.local ?? '';
+    } else {
+      const sans = principals(conn);
+      f.peerSan = sans.peerSan;
+      f.localSan = sans.localSan;
+    }
     const svc = serviceOf(this.clusters, rec.upstreamCluster, rec.routeName, rec.ex.authority, !this.config.disableHostHeaderFallback);
     f.serviceHost = svc.host;
     f.serviceName = svc.name;

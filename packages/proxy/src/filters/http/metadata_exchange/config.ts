@@ -1,4 +1,5 @@
 import type { Msg } from '../../../config/fields.ts';
+import { ConfigError } from '../../../core/errors.ts';
 import type { HttpFilterConfig, HttpFilterExtension, HttpFilterScope, LiveHttpFilter } from '../types.ts';
 import { LiveMetadataExchange } from './filter.ts';
 
@@ -67,7 +68,7 @@ export const WASM_EXTENSION: HttpFilterExtension = {
   typeUrl: WASM_TYPE,
   legacyName: 'envoy.filters.http.wasm',
   compile: (name, m) => {
-    if (!m) throw new Error(`${name}: the Wasm filter needs a typed_config`);
+    if (!m) throw new ConfigError('typed_config', `is required for the Wasm filter ${name}`);
     return new MetadataExchangeFilterConfig(name, compileWasmMetadataExchange(m));
   },
 };

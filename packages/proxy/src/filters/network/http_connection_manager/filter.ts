@@ -3,9 +3,10 @@ import { createServer as createH2Server, constants as h2c, type Http2Server, typ
 import type { Socket } from 'node:net';
 import type { HcmConfig } from './config.ts';
 import { H2Exchange } from '../../../http/exchange.ts';
-import { H1Connection, type H1Exchange, type H1Host } from '../../../http/h1/server.ts';
-import type { Head } from '../../../http/h1/parse.ts';
-import { routeRequest, type RouterSettings } from '../../../http/router.ts';
+import { H1Connection, H1Exchange, type CodecReply, type H1Host } from '../../../http/h1/server.ts';
+import { Underscores, type Head } from '../../../http/h1/parse.ts';
+import { codecReply, routeRequest, type RouterSettings } from '../../../http/router.ts';
+import { Flag, type ResponseFlag } from '../../../http/response-flags.ts';
 import { HcmStats } from '../../../http/hcm-stats.ts';
 import type { ConnInfo } from '../../../listener/conn-info.ts';
 import { peek, sniffHttp } from '../../../listener/peek.ts';
@@ -14,6 +15,15 @@ import type { StatsStore } from '../../../stats/store.ts';
 import type { RequestRecord } from '../../../http/request-record.ts';
 import type { TrafficDirection } from '../../http/types.ts';
 import { handleUpgrade, handleH1Connect, handleH2Connect } from '../../../http/upgrade.ts';
+import { NEVER_DRAIN, type DrainManager } from '../../../core/drain.ts';
+
+/**
+ * How long a request head may take from its first byte when request_headers_timeout is not set.
+ * Envoy has no such default: its stream_idle_timeout (300 s) bounds a stalled head, and istiod sets
+ * that to 0 s, which leaves a slowloris client holding the connection for the idle_timeout (1 h).
+ */
+const DEFAULT_REQUEST_HEADERS_TIMEOUT_MS = 60_000;
+const UNDERSCORE_ACTIONS = { ALLOW: Underscores.Allow, REJECT_REQUEST: Underscores.Reject, DROP_HEADER: Underscores.Drop } as const;
 
 /**
  * One HttpConnectionManager config made live: an HTTP/1.1 server and an HTTP/2
@@ -33,9 +43,14 @@ export class HttpConnectionManager {
   private pendingConn: ConnInfo | undefined;
   private readonly sockets = new Set<Socket>();
   private draining = false;
+  /** The listener's: decides per response whether the connection should go away (drain, health check failed, overload). */
+  private readonly drainManager: DrainManager;
+  /** HTTP/2 sessions already sent GOAWAY by a drain tick. */
+  private readonly goneAway = new WeakSet<Http2Session>();
 
-  constructor(config: HcmConfig, clusters: ClusterManager, store: StatsStore, direction: TrafficDirection = 'UNSPECIFIED') {
+  constructor(config: HcmConfig, clusters: ClusterManager, store: StatsStore, direction: TrafficDirection = 'UNSPECIFIED', drainManager: DrainManager = NEVER_DRAIN) {
     this.config = config;
+    this.drainManager = drainManager;
     const stats = new HcmStats(store, config.statPrefix);
     const logs = config.accessLogs;
     this.settings = {
@@ -54,7 +69,10 @@ export class HttpConnectionManager {
       localReply: config.localReply,
       store,
       filters: config.httpFilters.map((f) => ({ name: f.name, filter: f.live({ store, statPrefix: config.statPrefix, direction, clusters, useRemoteAddress: config.useRemoteAddress }) })),
-      onComplete: logs.length ? (r: RequestRecord) => { for (const l of logs) l.log(r); } : undefined,
+      onComplete: logs.length ? (r: RequestRecord) => {
+        if (r.flags === Flag.DownstreamConnectionTermination) noteCodecAbort(r);
+        for (const l of logs) l.log(r);
+      } : undefined,
     };
     if (config.rds) {
       const user: RdsUser = { compilers: config.perFilterCompilers, onTable: (routes) => { this.settings = { ...this.settings, routes }; } };
@@ -75,17 +93,21 @@ export class HttpConnectionManager {
       idleTimeoutMs: c.idleTimeoutMs,
       streamIdleTimeoutMs: c.streamIdleTimeoutMs,
       requestTimeoutMs: c.requestTimeoutMs,
+      requestHeadersTimeoutMs: c.requestHeadersTimeoutMs || DEFAULT_REQUEST_HEADERS_TIMEOUT_MS,
+      underscores: UNDERSCORE_ACTIONS[c.underscores],
       serverName: this.settings.serverName,
-      isDraining: () => this.draining,
+      isDraining: () => this.draining || this.drainManager.drainClose(),
       onRequest: (ex: H1Exchange) => { stats.rqHttp1Total.value++; routeRequest(ex, this.settings); },
+      onCodecReply: (ex: H1Exchange, r: CodecReply) => {
+        stats.rqHttp1Total.value++;
+        if (r.protocolError) stats.cxProtocolError.inc();
+        if (r.status === 431) stats.rqTooLarge.inc();
+        codecReply(ex, this.settings, r.status, r.body, r.flag as ResponseFlag, r.details);
+      },
       onUpgrade: (head: Head, socket: Socket, rest: Buffer, conn: ConnInfo) => {
         stats.rqHttp1Total.value++;
         if (head.method === 'CONNECT') handleH1Connect(this, head, socket, rest, conn);
         else handleUpgrade(this, head, socket, rest, conn);
-      },
-      onProtocolError: (kind: string) => {
-        stats.cxProtocolError.inc();
-        if (kind === 'headers_too_large' || kind === 'too-many-headers') stats.rqTooLarge.inc();
       },
     };
   }
@@ -169,8 +191,16 @@ export class HttpConnectionManager {
   drain(): void {
     this.draining = true;
     this.detach();
-    for (const s of this.sessions.keys()) s.goaway(h2c.NGHTTP2_NO_ERROR);
+    // GOAWAY, then a graceful close: streams in flight finish, and the session ends with the last of them.
+    for (const s of this.sessions.keys()) { s.goaway(h2c.NGHTTP2_NO_ERROR); s.close(); }
     for (const c of this.h1Connections) c.closeIfIdle();
+  }
+
+  /** A drain tick: idle HTTP/1 connections close and HTTP/2 sessions get GOAWAY, each when drainClose() says so. */
+  drainTick(): void {
+    const dm = this.drainManager;
+    for (const s of this.sessions.keys()) if (!this.goneAway.has(s) && dm.drainClose()) { this.goneAway.add(s); s.goaway(h2c.NGHTTP2_NO_ERROR); }
+    for (const c of this.h1Connections) if (dm.drainClose()) c.closeIfIdle();
   }
 
   /** Stop following RDS updates (this manager is going away). */
@@ -184,6 +214,18 @@ export class HttpConnectionManager {
     for (const s of this.sessions.keys()) s.destroy();
     for (const s of this.sockets) s.destroy();
   }
+}
+
+/**
+ * A request the HTTP/1.1 codec aborted mid-body looks to the router like a client that went away
+ * (DC); Envoy logs it as the codec error it is (400, DPE, http1.codec_error).
+ */
+function noteCodecAbort(r: RequestRecord): void {
+  const e = r.ex instanceof H1Exchange ? r.ex.codecError : undefined;
+  if (!e) return;
+  r.status = e.status;
+  r.flags = e.flag;
+  r.details = e.details;
 }
 
 function ignore(): void { /* stream errors are accounted for by the router */ }

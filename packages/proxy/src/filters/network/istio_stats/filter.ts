@@ -8,7 +8,8 @@ import { peerOf, principals, serviceOf } from '../../../telemetry/istio/facts.ts
 import { DOWNSTREAM_PEER, DOWNSTREAM_PEER_ID, PEER_UNKNOWN, UPSTREAM_PEER, UPSTREAM_PEER_ID } from '../../../telemetry/istio/peer.ts';
 import { compileIstioStats, ISTIO_STATS_TYPE, type IstioStatsConfig } from '../../http/istio_stats/config.ts';
 import { roleFor } from '../../http/istio_stats/filter.ts';
-import { UPSTREAM_CLUSTER_STATE } from '../tcp_proxy/filter.ts';
+import { UPSTREAM_CLUSTER_STATE, UPSTREAM_HOST_STATE } from '../tcp_proxy/filter.ts';
+import { upstreamSans } from '../../../tls/upstream-sans.ts';
 import type { LiveNetworkFilter, NetworkFilterConfig, NetworkFilterExtension, NetworkFilterScope } from '../types.ts';
 
 const OPENED = 0, CLOSED = 1, SENT = 2, RECEIVED = 3;
@@ -80,14 +81,16 @@ class LiveTcpStats implements LiveNetworkFilter {
 
   private resolve(info: ConnInfo): SeriesSet {
     const role = this.metrics.role;
-    const sans = principals(info);
+    // A client sidecar's principals are those of its upstream TLS session; a server's, the downstream one's.
+    const up = role === 'source' ? upstreamSans((info.filterState?.get(UPSTREAM_HOST_STATE) as string | undefined) ?? '') : undefined;
+    const sans = role === 'source' ? { peerSan: up?.peer ?? '', localSan: up?.local ?? '' } : principals(info);
     const cluster = (info.filterState?.get(UPSTREAM_CLUSTER_STATE) as string | undefined) ?? '';
     const svc = serviceOf(this.clusters, cluster, '', '', false);
     const f: PeerFacts = {
       peer: peerOf(role === 'source' ? UPSTREAM_PEER : DOWNSTREAM_PEER, undefined, info),
       endpointPeer: role === 'waypoint' ? peerOf(UPSTREAM_PEER, undefined, info) : null,
-      peerSan: role === 'source' ? '' : sans.peerSan,
-      localSan: role === 'source' ? '' : sans.localSan,
+      peerSan: sans.peerSan,
+      localSan: sans.localSan,
       serviceHost: svc.host, serviceName: svc.name,
     };
     const policy = role === 'source' ? 'unknown' : f.peerSan && f.localSan ? 'mutual_tls' : 'none';

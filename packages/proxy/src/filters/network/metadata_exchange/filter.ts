@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import type { Msg } from '../../../config/fields.ts';
+import { ConfigError } from '../../../core/errors.ts';
 import type { ConnInfo } from '../../../listener/conn-info.ts';
 import type { Counter } from '../../../stats/store.ts';
 import { localExchange, peerFromMetadata, DOWNSTREAM_PEER, DOWNSTREAM_PEER_ID, PEER_UNKNOWN } from '../../../telemetry/istio/peer.ts';
@@ -101,7 +102,7 @@ export const MX_NETWORK_EXTENSION: NetworkFilterExtension = {
   typeUrl: MX_TYPE,
   legacyName: 'istio.metadata_exchange',
   compile: (name, m) => {
-    if (!m) throw new Error(`${name}: typed_config is required`);
+    if (!m) throw new ConfigError('typed_config', `is required for ${name}`);
     return new MxConfig(name, compileMx(m));
   },
 };

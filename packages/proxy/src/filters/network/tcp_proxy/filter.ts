@@ -10,12 +10,16 @@ import { connectHost, splice } from '../../../http/tunnel.ts';
 import { splicePair } from '../../../sys/splice.ts';
 import { Socket as NetSocket } from 'node:net';
 import { openConnectTunnel } from '../../../upstream/connect-tunnel.ts';
+import { upstreamExchange } from '../metadata_exchange/upstream.ts';
+import { TLSSocket } from 'node:tls';
 import { TcpRecord } from './record.ts';
 import { log } from '../../../core/log.ts';
 import { setRelayedBytes } from '../../../listener/conn-bytes.ts';
 
 /** Connection filter state: the cluster tcp_proxy picked (Istio's TCP stats label the service by it). */
 export const UPSTREAM_CLUSTER_STATE = 'envoy.tcp_proxy.cluster';
+/** The chosen upstream endpoint (host:port), for the client side's telemetry. */
+export const UPSTREAM_HOST_STATE = 'envoy.tcp_proxy.upstream_host';
 import { FilterStateObject, setFilterState } from '../../../core/filter-state.ts';
 
 const PROPAGATE_RESPONSE_HEADERS_KEY = 'envoy.tcp_proxy.propagate_response_headers';
@@ -95,7 +99,12 @@ export class TcpProxy {
     const host = cluster.pick({ originalDst: conn.originalDst, exclude: previous, filterState: conn.filterState });
     if (!host) { cluster.stats.cxNone.inc(); rec.flags = 'UH'; this.finish(rec); socket.destroy(); return; }
     rec.upstreamHost = host.hostPort;
-    const onUp = (upstream: Duplex): void => this.connected(socket, upstream, rec);
+    conn.filterState?.set(UPSTREAM_HOST_STATE, host.hostPort);
+    const onUp = (upstream: Duplex): void => {
+      const mx = cluster.config.upstreamMx;
+      if (mx !== undefined && upstream instanceof TLSSocket) upstreamExchange(upstream, mx, conn, () => this.connected(socket, upstream, rec));
+      else this.connected(socket, upstream, rec);
+    };
     const onFail = (err: Error): void => {
       log.debug(`tcp_proxy ${this.config.statPrefix}: connect to ${host.hostPort} failed: ${err.message}`);
       cluster.stats.cxConnectFail.inc();
