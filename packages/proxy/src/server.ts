@@ -71,8 +71,11 @@ export class ProxyServer {
   /** Stats for admin: this thread's store, or all workers' merged (set by startWorkers). */
   collectStats: () => Promise<StatsStore> = () => Promise.resolve(this.stats);
   private admin: Server | undefined;
-  /** Set by startWorkers: hands each xDS update (as the main thread applied it) to the worker threads. */
-  onXdsUpdate: ((update: XdsUpdate) => void) | undefined;
+  /**
+   * Set by startWorkers: hands each xDS update (as the main thread applied it) to the worker threads;
+   * resolves once every worker applied it (the ACK waits: every thread serves what was ACKed).
+   */
+  onXdsUpdate: ((update: XdsUpdate) => Promise<void>) | undefined;
   /** Set by startWorkers: a subscription's initial fetch timed out on the main thread. */
   onFetchTimeout: ((key: string) => void) | undefined;
 
@@ -146,14 +149,17 @@ export class ProxyServer {
     await dynamic.initialized;
   }
 
-  /** Hands an applied update to the workers: CDS / EDS as what changed, in chunks (follower-updates.ts). */
+  /** Hands an applied update to the workers (CDS / EDS as what changed, in chunks: follower-updates.ts) and waits for them. */
   private async forward(update: XdsUpdate, rejections: readonly XdsRejection[], dynamic: DynamicConfig): Promise<void> {
-    if (update.typeUrl !== TYPE_URL.cluster && update.typeUrl !== TYPE_URL.endpoint) { this.onXdsUpdate?.(asApplied(update, rejections)); return; }
+    if (update.typeUrl !== TYPE_URL.cluster && update.typeUrl !== TYPE_URL.endpoint) { await this.onXdsUpdate?.(asApplied(update, rejections)); return; }
     const slice = new TimeSlice();
+    let applied: Promise<void> | undefined;
     for (const part of followerUpdates(update, dynamic)) {
       if (slice.due) await slice.next();
-      this.onXdsUpdate?.(part);
+      // Workers apply in order: the last part done means all are.
+      applied = this.onXdsUpdate?.(part);
     }
+    await applied;
   }
 
   /** Envoy's dynamic validation visitor: count every unknown field, log each distinct one once. */

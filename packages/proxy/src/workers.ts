@@ -83,6 +83,7 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
   const feeds = workers.map((w) => {
     const feed = new WorkerFeed(w);
     w.on('message', (m: { applied?: boolean }) => { if (m?.applied) feed.applied(); });
+    w.once('exit', () => feed.exited());
     return feed;
   });
   server.collectStats = async () => {
@@ -97,8 +98,8 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
     return merged;
   };
   // Only the main thread talks to the control plane; workers apply the same updates, in order.
-  server.onXdsUpdate = (update) => { for (const f of feeds) f.send({ xds: update }); };
-  server.onFetchTimeout = (key) => { for (const f of feeds) f.send({ fetchTimeout: key }); };
+  server.onXdsUpdate = (update) => Promise.all(feeds.map((f) => f.send({ xds: update }))).then(() => undefined);
+  server.onFetchTimeout = (key) => { for (const f of feeds) void f.send({ fetchTimeout: key }); };
   server.drainWorkers = (ms) => Promise.all(workers.map((w) => new Promise<void>((resolve) => {
     w.once('exit', () => resolve());
     w.postMessage({ drain: ms });
