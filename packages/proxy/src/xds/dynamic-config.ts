@@ -14,9 +14,12 @@ import type { ListenerManager } from '../listener/manager.ts';
 import { rdsRoute } from '../http/rds.ts';
 import { TYPE_URL } from './discovery.ts';
 import type { XdsHandler, XdsRejection, XdsResource, XdsUpdate } from './types.ts';
-import { log } from '../core/log.ts';
+import { logger } from '../core/log.ts';
 import { removeExtensionConfig, setExtensionConfig } from './ecds.ts';
 import { adsSecretNames, compileOrWait, contentHash, ecdsNames, rdsNames, validateExtension } from './resource-refs.ts';
+
+const log = logger('config');
+const upstreamLog = logger('upstream');
 
 type Json = Record<string, unknown>;
 
@@ -307,7 +310,9 @@ export class DynamicConfig implements XdsHandler {
       this.warmingListeners.delete(name);
       this.activeListeners.set(name, w.tracked);
       const config = w.config;
-      this.listeners.addOrUpdate(config).catch((e: Error) => {
+      this.listeners.addOrUpdate(config).then(() => {
+        upstreamLog.info(`lds: add/update listener '${name}' ${config.internal ? '(internal)' : config.bindToPort ? `on ${config.address.address}:${config.address.port}` : `for ${config.address.address}:${config.address.port} (bind_to_port false)`}`);
+      }, (e: Error) => {
         log.error(`listener ${name}: cannot bind ${config.address.address}:${config.address.port}: ${e.message}`);
         this.activeListeners.delete(name);
         this.listeners.remove(name);
