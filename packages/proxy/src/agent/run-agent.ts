@@ -24,6 +24,7 @@ import { compileBootstrap, loadBootstrapSource, type BootstrapConfig } from '../
 import { ConfigError } from '../core/errors.ts';
 import { applyLogFlags, log, setLogLevel } from '../core/log.ts';
 import { ISTIO_JSON_LOG_FORMAT, ISTIO_LOG_FORMAT } from '../core/log-format.ts';
+import { explainError } from '../core/explain-error.ts';
 import { ProxyServer } from '../server.ts';
 import { startWorkers } from '../workers.ts';
 
@@ -71,7 +72,7 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
   try {
     dns = await maybeStartDns(settings);
   } catch (err) {
-    process.stderr.write(`Error: DNS proxy: ${(err as Error).message}\n`);
+    process.stderr.write(`Error: DNS proxy: ${explainError(err)}\n`);
     return 1;
   }
   let server: ProxyServer | undefined;
@@ -87,7 +88,7 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
   try {
     status = await startStatusServer(statusOptions);
   } catch (err) {
-    process.stderr.write(`Error: status server on port ${settings.statusPort}: ${(err as Error).message}\n`);
+    process.stderr.write(`Error: status server on port ${settings.statusPort}: ${explainError(err)}\n`);
     return 1;
   }
   // istio-agent's CA client (CA_ADDR, as the injector sets it) or mounted certificates: the workload
@@ -95,7 +96,7 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
   try {
     if (process.env.CA_ADDR || process.env.FILE_MOUNTED_CERTS) await (await import('../tls/identity.ts')).startIdentityFromEnv(process.env);
   } catch (err) {
-    process.stderr.write(`Error: workload certificate: ${(err as Error).message}\n`);
+    process.stderr.write(`Error: workload certificate: ${explainError(err)}\n`);
     status.close();
     return 1;
   }

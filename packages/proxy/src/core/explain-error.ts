@@ -17,9 +17,21 @@ function uid(): string {
   return process.getuid ? `uid ${process.getuid()}` : 'this user';
 }
 
+/** grpc-js reports a failed bind as text: "... errors: [listen EADDRINUSE: address already in use 127.0.0.1:15010]". */
+function fromGrpcBind(message: string): SystemError | undefined {
+  const m = /listen (E[A-Z]+): [^[\]]*?(\S+):(\d+)\]/.exec(message);
+  if (!m) return undefined;
+  const e: SystemError = new Error(message);
+  e.code = m[1];
+  e.syscall = 'listen';
+  e.address = m[2];
+  e.port = Number(m[3]);
+  return e;
+}
+
 export function explainError(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
-  const e = err as SystemError;
+  const e = (err as SystemError).code ? err as SystemError : fromGrpcBind(err.message) ?? err as SystemError;
   const listening = e.syscall === 'listen' || e.syscall === 'bind';
   switch (e.code) {
     case 'EADDRINUSE':
@@ -34,8 +46,7 @@ export function explainError(err: unknown): string {
       if (e.path) return `cannot ${e.syscall ?? 'open'} ${e.path}: no such file or directory; check the path`;
       break;
     case 'EISDIR':
-      if (e.path) return `cannot read ${e.path}: it is a directory, a file was expected`;
-      break;
+      return `cannot read ${e.path ?? 'the file'}: it is a directory, a file was expected`;
     case 'ENOTDIR':
       if (e.path) return `cannot ${e.syscall ?? 'open'} ${e.path}: a part of the path is not a directory`;
       break;
