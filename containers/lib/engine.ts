@@ -63,8 +63,8 @@ export function run(cmd: string, args: readonly string[], opts: RunOptions = {})
       partial = lines.pop() ?? '';
       for (const l of lines) opts.echo(l);
     };
-    child.stdout.on('data', (c: Buffer) => onChunk(c, 'out'));
-    child.stderr.on('data', (c: Buffer) => onChunk(c, 'err'));
+    child.stdout?.on('data', (c: Buffer) => onChunk(c, 'out'));
+    child.stderr?.on('data', (c: Buffer) => onChunk(c, 'err'));
     const timer = setTimeout(() => {
       stderr += `\n(killed after ${opts.timeoutMs ?? 600_000} ms)`;
       try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ }

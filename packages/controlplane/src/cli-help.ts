@@ -1,5 +1,8 @@
 /** skua-controlplane's help texts: `--help` on the command and on each subcommand. */
 
+/** istiod's plain log style: time, level, message. */
+export const CONTROLPLANE_LOG_FORMAT = '%Y-%m-%dT%T.%fZ\t%l\t%v';
+
 export const USAGE = `usage: skua-controlplane [--istio DIR] [--config-dir DIR] [--mesh FILE] [options]    serve xDS, WDS and the CA
        skua-controlplane validate [--errors-only] FILE|DIR...                       check Istio YAML
        skua-controlplane apply|delete --istio DIR [-n NS] FILE...                  kubectl apply/delete into DIR
@@ -29,6 +32,8 @@ Serves Envoy xDS (ADS, SotW and Delta) to sidecars and gateways, WDS to ztunnels
   --log_as_json           JSON lines: {"level","time","scope","msg"}
   -h, --help              this text
 
+Environment: ISTIOD_CUSTOM_HOST=name[,name] adds DNS names to the CA's serving certificate (it always
+has localhost and istiod.istio-system.svc), as istiod's does.
 Logs go to stderr. SIGTERM/SIGINT stop it. A file that fails to parse or validate is reported with
 file, resource and field, and its last good content keeps serving.`;
 

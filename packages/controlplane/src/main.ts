@@ -9,13 +9,11 @@ import { parseArgs } from 'node:util';
 import { applyLogFlags, logger } from '@skua/proxy/core/log.ts';
 import { ISTIO_JSON_LOG_FORMAT } from '@skua/proxy/core/log-format.ts';
 import { explainError } from '@skua/proxy/core/explain-error.ts';
-import { APPLY_HELP, HELP, TOKEN_HELP, USAGE } from './cli-help.ts';
+import { APPLY_HELP, CONTROLPLANE_LOG_FORMAT, HELP, TOKEN_HELP, USAGE } from './cli-help.ts';
 
 const log = logger('main');
 // grpc-js would print its own copy of a bind failure; the error reaches the user once, explained.
 process.env.GRPC_VERBOSITY ??= 'NONE';
-/** istiod's plain log style: time, level, message. */
-const LOG_FORMAT = '%Y-%m-%dT%T.%fZ\t%l\t%v';
 
 function fail(message: string, hint = '(skua-controlplane --help lists every flag)'): number {
   process.stderr.write(`skua-controlplane: ${message}\n${hint ? `${hint}\n` : ''}`);
@@ -75,7 +73,7 @@ async function serve(argv: string[]): Promise<number> {
     return fail((err as Error).message);
   }
   if (values.help) { process.stdout.write(`${HELP}\n`); return 0; }
-  const logError = applyLogFlags({ logLevel: values['log-level']!, logFormat: values.log_as_json || values['log-as-json'] ? ISTIO_JSON_LOG_FORMAT : values['log-format'] ?? LOG_FORMAT });
+  const logError = applyLogFlags({ logLevel: values['log-level']!, logFormat: values.log_as_json || values['log-as-json'] ? ISTIO_JSON_LOG_FORMAT : values['log-format'] ?? CONTROLPLANE_LOG_FORMAT });
   if (logError) return fail(logError);
   const dir = values['config-dir'];
   const meshFile = values.mesh;

@@ -16,10 +16,11 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writ
 import { dirname, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { logger } from '@skua/proxy/core/log.ts';
+import { logger, setLogFormat } from '@skua/proxy/core/log.ts';
 import { parseGoDuration } from '@skua/proxy/tls/identity-env.ts';
 import { TokenAuthority } from '../ca/token.ts';
 import { configFiles } from '../istio/source.ts';
+import { CONTROLPLANE_LOG_FORMAT } from '../cli-help.ts';
 
 const log = logger('main');
 
@@ -74,6 +75,7 @@ async function resolveFile(text: string, unresolved: string[], pods: PodRef[]): 
         const ip = await lookup(host, { family: 4 }).then((a) => a.address, () => undefined);
         if (!ip) { unresolved.push(`${obj.metadata.name} (${host})`); continue; }
         doc.setIn(['status', 'podIP'], ip);
+        doc.deleteIn(['spec', 'hostname']);
       }
     }
     out.push(doc.toString().replace(/^---\n/, ''));
@@ -133,6 +135,7 @@ export async function runComposeKube(argv: readonly string[]): Promise<number> {
     },
   });
   if (values.help) { process.stdout.write(`${COMPOSE_KUBE_HELP}\n`); return 0; }
+  setLogFormat(CONTROLPLANE_LOG_FORMAT);
   if (!values.manifests || !values.out || !values['state-dir']) {
     process.stderr.write(`error: compose-kube needs --manifests, --out and --state-dir\n${COMPOSE_KUBE_HELP}\n`);
     return 2;
