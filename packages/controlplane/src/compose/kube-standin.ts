@@ -24,7 +24,7 @@ import { CONTROLPLANE_LOG_FORMAT } from '../cli-help.ts';
 
 const log = logger('main');
 
-export const COMPOSE_KUBE_HELP = `usage: skua-controlplane compose-kube --manifests DIR --out DIR --state-dir DIR [--pods DIR] [--root-cert-dir DIR]
+export const COMPOSE_KUBE_HELP = `usage: skua-controlplane compose-kube --manifests DIR --state-dir DIR [--out DIR] [--pods DIR] [--root-cert-dir DIR]
                                     [--interval 2s] [--token-ttl 24h] [--once]
 
 Stands in for Kubernetes under compose (compose.yaml runs it): copies the Istio YAML in --manifests to
@@ -33,7 +33,8 @@ writes each Pod's service-account token to --pods/<pod name>/istio-token and the
 certificate to --root-cert-dir/root-cert.pem (the CA's --state-dir must be readable here).
 
   --manifests DIR       Istio and Kubernetes YAML, as for skua-controlplane --istio (read only)
-  --out DIR             where the control plane's --istio directory is
+  --out DIR             where the control plane's --istio directory is (without it: tokens and the root
+                        certificate only, for pods whose status.podIP is given)
   --state-dir DIR       the control plane's --state-dir (token-key.pem, root-cert.pem)
   --pods DIR            one directory per Pod (metadata.name), each the pod's token volume
   --root-cert-dir DIR   the istio-ca-root-cert volume
@@ -43,7 +44,8 @@ certificate to --root-cert-dir/root-cert.pem (the CA's --state-dir must be reada
 
 interface Options {
   readonly manifests: string;
-  readonly out: string;
+  /** Where the resolved copy goes; absent: only tokens and the root certificate (pods with fixed IPs). */
+  readonly out?: string;
   readonly stateDir: string;
   readonly pods?: string;
   readonly rootCertDir?: string;
@@ -113,11 +115,14 @@ export async function syncOnce(o: Options): Promise<string[]> {
   for (const file of configFiles(o.manifests)) {
     const rel = relative(o.manifests, file);
     written.add(rel);
-    if (writeIfChanged(join(o.out, rel), await resolveFile(readFileSync(file, 'utf8'), unresolved, pods))) log.info(`config: ${rel} updated`);
+    const text = await resolveFile(readFileSync(file, 'utf8'), unresolved, pods);
+    if (o.out && writeIfChanged(join(o.out, rel), text)) log.info(`config: ${rel} updated`);
   }
-  for (const file of configFiles(o.out)) {
-    const rel = relative(o.out, file);
-    if (!written.has(rel)) { rmSync(file, { force: true }); log.info(`config: ${rel} removed`); }
+  if (o.out) {
+    for (const file of configFiles(o.out)) {
+      const rel = relative(o.out, file);
+      if (!written.has(rel)) { rmSync(file, { force: true }); log.info(`config: ${rel} removed`); }
+    }
   }
   const caReady = project(o, pods, Date.now());
   const report = [unresolved.length ? `waiting for pod addresses: ${unresolved.join(', ')}` : '', caReady ? '' : `waiting for the CA's keys in ${o.stateDir}`].filter(Boolean).join('; ');
@@ -136,8 +141,8 @@ export async function runComposeKube(argv: readonly string[]): Promise<number> {
   });
   if (values.help) { process.stdout.write(`${COMPOSE_KUBE_HELP}\n`); return 0; }
   setLogFormat(CONTROLPLANE_LOG_FORMAT);
-  if (!values.manifests || !values.out || !values['state-dir']) {
-    process.stderr.write(`error: compose-kube needs --manifests, --out and --state-dir\n${COMPOSE_KUBE_HELP}\n`);
+  if (!values.manifests || !values['state-dir']) {
+    process.stderr.write(`error: compose-kube needs --manifests and --state-dir\n${COMPOSE_KUBE_HELP}\n`);
     return 2;
   }
   if (!existsSync(values.manifests)) { process.stderr.write(`error: --manifests ${values.manifests}: no such directory\n`); return 1; }
@@ -146,7 +151,7 @@ export async function runComposeKube(argv: readonly string[]): Promise<number> {
     tokenTtlSec: parseGoDuration(values['token-ttl']!, '--token-ttl'),
   };
   const intervalMs = parseGoDuration(values.interval!, '--interval') * 1000;
-  log.info(`compose-kube: ${o.manifests} → ${o.out}${o.pods ? `, tokens in ${o.pods}` : ''}`);
+  log.info(`compose-kube: ${o.manifests}${o.out ? ` → ${o.out}` : ''}${o.pods ? `, tokens in ${o.pods}` : ''}`);
   if (values.once) return (await syncOnce(o)).length ? 1 : 0;
   let timer: NodeJS.Timeout | undefined;
   const tick = async (): Promise<void> => {
