@@ -6,7 +6,7 @@
  * gateway, print a summary and take it all down again. With --keep it stays up until Ctrl-C.
  */
 import { pickEngine, type EngineName } from '../containers/lib/engine.ts';
-import { logsOf, meshDown, meshReady, meshUp, type ComposeMesh } from '../containers/lib/compose-mesh.ts';
+import { buildImages, logsOf, meshDown, meshReady, meshUp, removeImages, type ComposeMesh, type MeshOptions } from '../containers/lib/compose-mesh.ts';
 import { runMeshChecks } from '../containers/lib/mesh-checks.ts';
 import { runLoad } from './lib/load.ts';
 import { printChecks, printLoad } from './lib/report.ts';
@@ -29,13 +29,16 @@ export async function runContainerDemo(o: ContainerDemoOptions): Promise<number>
   if (standin && engine !== 'podman') { console.error('demo --containers: --base standin needs podman'); return 2; }
   console.log(`skua demo — the compose mesh in containers (${engine}, ${standin ? 'stand-in base images' : 'public node:24 base images'})\n`);
   let mesh: ComposeMesh | undefined;
+  let images: string[] = [];
   let interrupted = false;
   const onSignal = (): void => { interrupted = true; };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   const t0 = performance.now();
   try {
-    mesh = await meshUp({ engine, project: 'skua-demo', tag: 'demo', ingressPort: o.ingressPort, standin, log: (l) => console.log(`  ${l}`) });
+    const meshOpts: MeshOptions = { engine, project: 'skua-demo', tag: 'demo', ingressPort: o.ingressPort, standin, log: (l) => console.log(`  ${l}`) };
+    images = await buildImages(meshOpts);
+    mesh = await meshUp(meshOpts);
     await meshReady(mesh);
     console.log(`  the mesh serves (${((performance.now() - t0) / 1000).toFixed(0)} s after the start, building included)\n`);
     const checks = await runMeshChecks(mesh);
@@ -62,10 +65,8 @@ export async function runContainerDemo(o: ContainerDemoOptions): Promise<number>
     console.error(`demo --containers failed: ${(err as Error).message}`);
     return 1;
   } finally {
-    if (mesh) {
-      console.log('taking the mesh down...');
-      const problems = await meshDown(mesh);
-      for (const p of problems) console.error(`  ${p}`);
-    }
+    console.log('taking the mesh down...');
+    const problems = [...(mesh ? await meshDown(mesh) : []), ...await removeImages(engine, images)];
+    for (const p of problems) console.error(`  ${p}`);
   }
 }

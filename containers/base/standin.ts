@@ -103,7 +103,8 @@ export async function ensureStandinImages(log: (line: string) => void = () => {}
   return images;
 }
 
+// `eval "$(node containers/base/standin.ts)"`: progress on stderr, compose.yaml's variables on stdout.
 if (import.meta.main) {
-  const images = await ensureStandinImages((l) => console.log(l));
-  console.log(`NODE_IMAGE=${images.slim}\nNODE_BUILD_IMAGE=${images.build}`);
+  const images = await ensureStandinImages((l) => console.error(l));
+  console.log(`export SKUA_NODE_IMAGE=${images.slim}\nexport SKUA_NODE_BUILD_IMAGE=${images.build}`);
 }

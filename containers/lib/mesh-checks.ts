@@ -59,7 +59,7 @@ export const MESH_CHECKS: readonly MeshCheck[] = [
     async run(mesh) {
       const r = await fetchIn(mesh, 'kube', 'http://reviews-v1:9080/reviews/0');
       if (r.status !== 'ERR') throw new Error(`a plaintext request got ${r.status} ${r.body.slice(0, 200)}`);
-      return `connection refused by the sidecar (${r.body})`;
+      return `the sidecar closed the plaintext connection (${r.body})`;
     },
   },
   {
