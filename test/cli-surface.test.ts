@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -69,6 +69,19 @@ describe('--help on every binary and subcommand', { concurrency: 4, timeout: 120
       assert.doesNotMatch(r.stderr, STACK_FRAME);
     });
   }
+});
+
+test('packages/controlplane/README.md documents every flag skua-controlplane\'s --help texts name', async () => {
+  const readme = readFileSync(path.join(repoRoot, 'packages', 'controlplane', 'README.md'), 'utf8');
+  const missing: string[] = [];
+  for (const args of [['--help'], ['validate', '--help'], ['token', '--help'], ['apply', '--help'], ['compose-kube', '--help']]) {
+    const r = await runBin('skua-controlplane', args);
+    assert.equal(r.code, 0, r.stderr);
+    for (const flag of new Set(r.stdout.match(/--[a-zA-Z][\w-]*/g) ?? [])) {
+      if (!readme.includes(`\`${flag}`) && !readme.includes(` ${flag} `)) missing.push(`${args[0]}: ${flag}`);
+    }
+  }
+  assert.deepEqual(missing, []);
 });
 
 describe('start-up failures: one line that says what to do', { concurrency: 4, timeout: 120_000 }, () => {

@@ -7,7 +7,7 @@ export const USAGE = `usage: skua-controlplane [--istio DIR] [--config-dir DIR] 
        skua-controlplane validate [--errors-only] FILE|DIR...                       check Istio YAML
        skua-controlplane apply|delete --istio DIR [-n NS] FILE...                  kubectl apply/delete into DIR
        skua-controlplane token --state-dir DIR --namespace NS --service-account SA  a workload token
-       skua-controlplane compose-kube --manifests DIR --out DIR --state-dir DIR ... Kubernetes' part under compose
+       skua-controlplane compose-kube --manifests DIR --state-dir DIR [--out DIR]   Kubernetes' part under compose
 (skua-controlplane <command> --help for each)`;
 
 export const HELP = `${USAGE}
