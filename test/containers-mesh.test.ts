@@ -29,6 +29,25 @@ const OUTBOUND = `const r = require('node:http').request({ host: 'productpage', 
   (res) => { let b = ''; res.on('data', (c) => b += c); res.on('end', () => console.log(res.statusCode + ' ' + b)); });
 r.on('error', (e) => console.log('ERR ' + e.code)); r.end(Buffer.alloc(${BODY_BYTES}, 120));`;
 
+/** Start time: `run -d` of the proxy image with a static bootstrap (admin only) until /ready answers 200. */
+async function startToReadyMs(): Promise<number> {
+  const port = await freePort();
+  const bootstrap = JSON.stringify({ admin: { address: { socket_address: { address: '127.0.0.1', port_value: port } } } });
+  const name = `skua-start-${process.pid}`;
+  const t0 = performance.now();
+  const started = await run(engine, ['run', '-d', '--name', name, '--network', 'host', `skua/proxy:${tag}`, '--config-yaml', bootstrap], { env });
+  try {
+    assert.equal(started.code, 0, started.stderr);
+    while (performance.now() - t0 < 60_000) {
+      const status = await fetch(`http://127.0.0.1:${port}/ready`, { signal: AbortSignal.timeout(2000) }).then((r) => r.status, () => 0);
+      if (status === 200) return performance.now() - t0;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const logs = await run(engine, ['logs', name], { env });
+    throw new Error(`the proxy container never became ready: ${logs.stdout}${logs.stderr}`);
+  } finally { await run(engine, ['rm', '-f', '-t', '1', name], { env }); }
+}
+
 describe('containers', { skip, timeout: 30 * 60_000 }, () => {
   let images: string[] = [];
 
@@ -67,7 +86,9 @@ describe('containers', { skip, timeout: 30 * 60_000 }, () => {
     const v = await run(engine, ['run', '--rm', `skua/proxy:${tag}`, '--version'], { env });
     const runMs = performance.now() - t0;
     assert.match(v.stdout, /skua-proxy version/);
-    console.log(`# ${lines.join('\n# ')}\n# ${engine} run --rm skua/proxy --version: ${runMs.toFixed(0)} ms`);
+    lines.push(`${engine} run --rm skua/proxy --version: ${runMs.toFixed(0)} ms`);
+    lines.push(`${engine} run -d skua/proxy --config-yaml … → admin /ready 200: ${(await startToReadyMs()).toFixed(0)} ms`);
+    console.log(`# ${lines.join('\n# ')}`);
   });
 
   describe('compose.yaml: the mesh', () => {
