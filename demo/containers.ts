@@ -19,6 +19,8 @@ export interface ContainerDemoOptions {
   readonly ingressPort: number;
   /** Base images: `standin` builds them from debootstrap + npm (no registry needed), `public` pulls node:24. */
   readonly base: 'standin' | 'public' | undefined;
+  /** Use the images already built with this tag (neither build nor remove them); the project gets the tag as its suffix. */
+  readonly imageTag: string | undefined;
 }
 
 export async function runContainerDemo(o: ContainerDemoOptions): Promise<number> {
@@ -36,8 +38,10 @@ export async function runContainerDemo(o: ContainerDemoOptions): Promise<number>
   process.on('SIGTERM', onSignal);
   const t0 = performance.now();
   try {
-    const meshOpts: MeshOptions = { engine, project: 'skua-demo', tag: 'demo', ingressPort: o.ingressPort, standin, log: (l) => console.log(`  ${l}`) };
-    images = await buildImages(meshOpts);
+    const meshOpts: MeshOptions = {
+      engine, project: o.imageTag ? `skua-demo-${o.imageTag}` : 'skua-demo', tag: o.imageTag ?? 'demo', ingressPort: o.ingressPort, standin, log: (l) => console.log(`  ${l}`),
+    };
+    if (!o.imageTag) images = await buildImages(meshOpts);
     mesh = await meshUp(meshOpts);
     await meshReady(mesh);
     console.log(`  the mesh serves (${((performance.now() - t0) / 1000).toFixed(0)} s after the start, building included)\n`);
@@ -56,7 +60,7 @@ export async function runContainerDemo(o: ContainerDemoOptions): Promise<number>
       console.log(`\nrunning until Ctrl-C. Try:
   curl -s http://127.0.0.1:${o.ingressPort}/productpage
   $EDITOR ${mesh.configDir}/reviews.yaml        # subset: v2, and reload the page
-  ${engine} ps --filter label=com.docker.compose.project=skua-demo
+  ${engine} ps --filter label=com.docker.compose.project=${mesh.opts.project}
   ${engine} logs ${mesh.container('istiod')}\n`);
       await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
     }
@@ -68,5 +72,6 @@ export async function runContainerDemo(o: ContainerDemoOptions): Promise<number>
     console.log('taking the mesh down...');
     const problems = [...(mesh ? await meshDown(mesh) : []), ...await removeImages(engine, images)];
     for (const p of problems) console.error(`  ${p}`);
+    if (!problems.length) console.log('the mesh is down');
   }
 }

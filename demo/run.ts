@@ -37,7 +37,8 @@ const USAGE = `usage: ./dev demo [options]   (node demo/run.ts)
                      images, bring it up, the same kind of checks and load, then take it all down
     --base standin|public   base images: debootstrap + npm stand-ins (podman's default; no registry
                             needed) or the public node:24 images (Docker's default)
-    --ingress-port N        where the ingress gateway is published on 127.0.0.1 (default 8080)`;
+    --ingress-port N        where the ingress gateway is published on 127.0.0.1 (default 8080)
+    --image-tag T           use images already built with tag T (skua/proxy:T, ...): no build, kept after`;
 
 function options() {
   const { values } = parseArgs({
@@ -53,6 +54,7 @@ function options() {
       containers: { type: 'boolean', default: false },
       base: { type: 'string' },
       'ingress-port': { type: 'string', default: '8080' },
+      'image-tag': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -65,7 +67,7 @@ function options() {
     durationMs: num('duration', 0.1) * 1000, connections: Math.floor(num('connections', 1)),
     maxRequests: Math.floor(num('max-requests', 1)), concurrency: Math.floor(num('concurrency', 1)),
     topology: values.topology, logLevel: values['log-level'], keep: values.keep, printBootstrap: values['print-bootstrap'], help: values.help,
-    containers: values.containers, base: values.base, ingressPort: Math.floor(num('ingress-port', 1)),
+    containers: values.containers, base: values.base, ingressPort: Math.floor(num('ingress-port', 1)), imageTag: values['image-tag'],
   };
 }
 
@@ -106,7 +108,7 @@ async function main(): Promise<number> {
   if (opts.containers) {
     if (opts.base !== undefined && opts.base !== 'standin' && opts.base !== 'public') throw new Error(`--base: expected standin or public, got ${opts.base}`);
     const { runContainerDemo } = await import('./containers.ts');
-    return runContainerDemo({ durationMs: opts.durationMs, connections: opts.connections, maxRequests: opts.maxRequests, keep: opts.keep, ingressPort: opts.ingressPort, base: opts.base });
+    return runContainerDemo({ durationMs: opts.durationMs, connections: opts.connections, maxRequests: opts.maxRequests, keep: opts.keep, ingressPort: opts.ingressPort, base: opts.base, imageTag: opts.imageTag });
   }
   const build = TOPOLOGIES[opts.topology];
   if (!build) throw new Error(`--topology: expected ${Object.keys(TOPOLOGIES).join(' or ')}, got ${opts.topology}`);

@@ -1,8 +1,8 @@
 // The images, compose.yaml and the kube-play pod for real: the Dockerfile's images built with podman
-// on the debootstrap stand-in base (no registry here); the compose mesh brought up with Debian's
-// podman-compose under a project of its own, `./dev demo`'s checks run against it (requests across
-// the sidecars with mTLS, plaintext refused, an AuthorizationPolicy denial, a live edit of the Istio
-// YAML) and taken down; then containers/kube/bookinfo-pod.yaml under `podman kube play` (istio-init's
+// on the debootstrap stand-in base (no registry here); `./dev demo --containers` on them: the compose
+// mesh brought up with Debian's podman-compose under a project of its own, the demo's checks
+// (requests across the sidecars with mTLS, plaintext refused, an AuthorizationPolicy denial, a live
+// edit of the Istio YAML) and load run against it, and taken down; then containers/kube/bookinfo-pod.yaml under `podman kube play` (istio-init's
 // capture rules, istio-proxy as 1337, inbound and outbound traffic captured and served); at the end
 // the test fails if a container, pod, volume, network or image of its own is left.
 // Skips (saying why) only where podman cannot run: not root, or no podman and no Docker engine.
@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { pickEngine, engineEnv, run } from '../containers/lib/engine.ts';
-import { buildImages, meshDown, meshReady, meshUp, removeImages, type ComposeMesh } from '../containers/lib/compose-mesh.ts';
+import { buildImages, removeImages } from '../containers/lib/compose-mesh.ts';
 import { MESH_CHECKS } from '../containers/lib/mesh-checks.ts';
 import { PRODUCTPAGE_IP, kubeDown, kubePlay, type KubePod } from '../containers/lib/kube-pod.ts';
 import { freePort } from './lib/proxy.ts';
@@ -20,8 +20,9 @@ const skip = 'reason' in picked ? picked.reason : false;
 if (skip) console.log(`# skipping container tests: ${skip}`);
 const engine = 'engine' in picked ? picked.engine : 'podman';
 const env = engineEnv(engine);
-const project = `skuatest${process.pid}`;
 const tag = `test${process.pid}`;
+/** The compose project `./dev demo --containers --image-tag <tag>` uses. */
+const project = `skua-demo-${tag}`;
 const BODY_BYTES = 100_000;
 
 /** What the app in the kube pod sends to the productpage Service: a POST of BODY_BYTES, via its sidecar. */
@@ -91,26 +92,19 @@ describe('containers', { skip, timeout: 30 * 60_000 }, () => {
     console.log(`# ${lines.join('\n# ')}`);
   });
 
-  describe('compose.yaml: the mesh', () => {
-    let mesh: ComposeMesh | undefined;
-
-    before(async () => {
-      const t0 = performance.now();
-      mesh = await meshUp({ engine, project, tag, ingressPort: await freePort(), standin: engine === 'podman', log: (l) => console.log(`# ${l}`) });
-      await meshReady(mesh);
-      console.log(`# compose up → every sidecar ready and /productpage served: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-    });
-
-    after(async () => {
-      if (mesh) assert.deepEqual(await meshDown(mesh), [], 'teardown');
-    });
-
-    for (const check of MESH_CHECKS) {
-      test(check.name, async () => {
-        assert.ok(mesh, 'the mesh did not start');
-        console.log(`# ${await check.run(mesh)}`);
-      });
-    }
+  // `./dev demo --containers` as a user runs it, on the images built above: compose up, every check
+  // (mTLS identity, STRICT plaintext refused, AuthorizationPolicy denial, live edit), load through
+  // the ingress gateway, compose down.
+  test('./dev demo --containers: the compose mesh passes the demo\'s checks and load', async () => {
+    const t0 = performance.now();
+    const r = await run(process.execPath, ['demo/run.ts', '--containers', '--image-tag', tag, '--ingress-port', String(await freePort()), '--duration', '3', '--connections', '4'],
+      { env, timeoutMs: 12 * 60_000, echo: (l) => console.log(`# ${l}`) });
+    console.log(`# ./dev demo --containers (images built): ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    assert.equal(r.code, 0, r.stderr.slice(-2000));
+    const lines = r.stdout.split('\n');
+    for (const check of MESH_CHECKS) assert.ok(lines.some((l) => l.startsWith('  ok    ') && l.slice(8).startsWith(`${check.name} `)), `check not passed: ${check.name}`);
+    assert.match(r.stdout, new RegExp(`^OK: ${MESH_CHECKS.length} checks passed, [1-9]\\d* requests, no failures$`, 'm'));
+    assert.match(r.stdout, /^the mesh is down$/m);
   });
 
   describe('podman kube play: an Istio-injected pod', { skip: engine !== 'podman' ? 'kube play is podman\'s' : false }, () => {
