@@ -14,7 +14,7 @@ import { startHttpBackend, type Backend } from './lib/backends.ts';
 import { request } from './lib/client.ts';
 import { TYPE_URL, any, cla, edsCluster } from './lib/xds-resources.ts';
 import { eventually, prefixListener } from './lib/eds-helpers.ts';
-import type { ProxyServer } from '../packages/proxy/src/server.ts';
+import type { ProxyServer } from '../packages/proxy/src/api/envoy.ts';
 
 const MORE = 2000;
 const src = path.dirname(proxyMain);
@@ -53,9 +53,8 @@ for (const delta of [false, true]) {
       ads.set(TYPE_URL.cluster, [edsCluster('c0')]);
       ads.set(TYPE_URL.endpoint, [cla('c0', [a.port])]);
       ads.set(TYPE_URL.listener, [prefixListener(port, { '/c0': 'c0', '/last': `c${MORE}` })]);
-      const { compileBootstrap } = await load<typeof import('../packages/proxy/src/config/bootstrap.ts')>('config/bootstrap.ts');
-      const { ProxyServer: Server } = await load<typeof import('../packages/proxy/src/server.ts')>('server.ts');
-      const { setLogLevel } = await load<typeof import('../packages/proxy/src/core/log.ts')>('core/log.ts');
+      const { compileBootstrap, ProxyServer: Server } = await load<typeof import('../packages/proxy/src/api/envoy.ts')>('api/envoy.ts');
+      const { setLogLevel } = await load<typeof import('../packages/proxy/src/api/core.ts')>('api/core.ts');
       setLogLevel('error');
       const bootstrap = { ...adsBootstrap(ads.port, delta), admin: { address: { socket_address: { address: '127.0.0.1', port_value: adminPort } } } };
       server = new Server(compileBootstrap(bootstrap), { concurrency: 1, drainTimeS: 0, drainStrategy: 'immediate', configPath: '', configYaml: '', logLevel: 'error', reusePort: false, admin: true });

@@ -6,9 +6,7 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { applyLogFlags, logger } from '@skua/proxy/core/log.ts';
-import { ISTIO_JSON_LOG_FORMAT } from '@skua/proxy/core/log-format.ts';
-import { explainError } from '@skua/proxy/core/explain-error.ts';
+import { applyLogFlags, explainError, ISTIO_JSON_LOG_FORMAT, logger } from '@skua/proxy/core';
 import { APPLY_HELP, CONTROLPLANE_LOG_FORMAT, HELP, TOKEN_HELP, USAGE } from './cli-help.ts';
 
 const log = logger('main');

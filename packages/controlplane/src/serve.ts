@@ -2,7 +2,7 @@
  * The serving part of skua-controlplane: sources (Istio YAML, resource files, the mesh file) into one
  * snapshot, ADS/WDS on the xDS address, the CA on its own address, all stopped on SIGTERM/SIGINT.
  */
-import { logger } from '@skua/proxy/core/log.ts';
+import { logger } from '@skua/proxy/core';
 import { CertificateAuthority } from './ca/authority.ts';
 import { startCaServer } from './ca/server.ts';
 import { TokenAuthority } from './ca/token.ts';

@@ -16,8 +16,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writ
 import { dirname, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { logger, setLogFormat } from '@skua/proxy/core/log.ts';
-import { parseGoDuration } from '@skua/proxy/tls/identity-env.ts';
+import { logger, parseGoDuration, setLogFormat } from '@skua/proxy/core';
 import { TokenAuthority } from '../ca/token.ts';
 import { configFiles } from '../istio/source.ts';
 import { CONTROLPLANE_LOG_FORMAT } from '../cli-help.ts';
