@@ -2,7 +2,7 @@ import type { XdsUpdate } from './xds/types.ts';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { compileBootstrap, loadBootstrapSource } from './config/bootstrap.ts';
 import { log, setLogLevel } from './core/log.ts';
-import { ProxyServer } from './server.ts';
+import { ProxyServer, type ListenerDrain } from './server.ts';
 import type { ProxyArgs } from './agent/cli.ts';
 import { StatsStore, Histogram as HistogramClass, type Histogram } from './stats/store.ts';
 import { labelledFamily, type FamilyKind } from './stats/labelled.ts';
@@ -91,6 +91,7 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
   };
   // Only the main thread talks to the control plane; workers apply the same updates.
   server.onXdsUpdate = (update) => { for (const w of workers) w.postMessage({ xds: update }); };
+  server.drainWorkerListeners = (drain) => { for (const w of workers) w.postMessage({ drainListeners: drain }); };
   server.drainWorkers = (ms) => Promise.all(workers.map((w) => new Promise<void>((resolve) => {
     w.once('exit', () => resolve());
     w.postMessage({ drain: ms });
@@ -107,8 +108,12 @@ async function runWorker(): Promise<void> {
     const bootstrap = compileBootstrap(loadBootstrapSource(data.configPath || undefined, data.configYaml || undefined), { unknownFields: 'skip' });
     const server = new ProxyServer(bootstrap, { concurrency: 1, drainTimeS: 0, drainStrategy: 'gradual', configPath: data.configPath, configYaml: data.configYaml, logLevel: data.logLevel, reusePort: true, admin: false, xdsFollower: true });
     await server.start();
-    parentPort!.on('message', (m: string | { xds: XdsUpdate } | { secret: string; raw: Record<string, unknown> | null } | { drain: number }) => {
+    parentPort!.on('message', (m: string | { xds: XdsUpdate } | { secret: string; raw: Record<string, unknown> | null } | { drain: number } | { drainListeners: ListenerDrain }) => {
       if (m === 'stats') parentPort!.postMessage({ stats: snapshot(server.stats) });
+      else if (typeof m === 'object' && 'drainListeners' in m) {
+        const d = m.drainListeners;
+        server.drainListeners(d.inboundOnly, d.graceful, d.ms, d.strategy);
+      }
       else if (typeof m === 'object' && 'drain' in m) {
         // The main thread's drain settings; this thread's own connections decide when it is done.
         void server.drainAndExit(m.drain);
