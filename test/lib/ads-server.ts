@@ -33,7 +33,8 @@ export interface EncodedResource { readonly name: string; readonly resource: { r
 
 const identity = (b: Buffer): Buffer => b;
 
-export async function startTestAds(opts: { host?: string; tls?: { cert: string; key: string } } = {}): Promise<TestAds> {
+/** `holdUnset`: a subscription to a type nothing was set for waits for set() (istiod still computing). */
+export async function startTestAds(opts: { host?: string; tls?: { cert: string; key: string }; holdUnset?: boolean } = {}): Promise<TestAds> {
   const state = new Map<string, readonly EncodedResource[]>();
   const streams: AdsStream[] = [];
   const calls = new Map<AdsStream, ServerDuplexStream<Buffer, Buffer>>();
@@ -43,6 +44,7 @@ export async function startTestAds(opts: { host?: string; tls?: { cert: string; 
   const respond = (stream: AdsStream, typeUrl: string): void => {
     const call = calls.get(stream);
     if (!call || !stream.open) return;
+    if (opts.holdUnset && !state.has(typeUrl)) return;
     const resources = (state.get(typeUrl) ?? []).map((r) => ({ ...r, version: `v${version}` }));
     call.write(encodeDeltaResponse({ system_version_info: `v${version}`, type_url: typeUrl, nonce: String(++nonce), removed_resources: [], resources }));
   };

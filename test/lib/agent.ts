@@ -3,7 +3,7 @@
 // 15090 listeners on free ports), stopped by PID (SIGKILL after a grace period) and its directory
 // removed. `ready()` polls the readiness listener the way the kubelet does.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort, proxyMain, type Json } from './proxy.ts';
@@ -40,6 +40,8 @@ export interface AgentOptions {
   readonly podName?: string;
   readonly podIp?: string;
   readonly logLevel?: string;
+  /** ProxyConfig.customConfigFile: this bootstrap (given the agent's ports) is served instead of a rendered one. */
+  readonly customBootstrap?: (ports: AgentPorts) => Json;
 }
 
 const live = new Set<ChildProcess>();
@@ -50,6 +52,8 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
   const dir = o.cwd ?? mkdtempSync(path.join(tmpdir(), 'skua-agent-'));
   const ports: AgentPorts = { admin: await freePort(), status: await freePort(), envoyStatus: await freePort(), envoyPrometheus: await freePort() };
   const podName = o.podName ?? 'app-v1-5f9d';
+  const custom = o.customBootstrap ? { customConfigFile: 'custom-bootstrap.json' } : {};
+  if (o.customBootstrap) writeFileSync(path.join(dir, 'custom-bootstrap.json'), JSON.stringify(o.customBootstrap(ports)));
   const child = spawn(process.execPath, [proxyMain, 'proxy', o.type ?? 'sidecar', '--concurrency', String(o.concurrency ?? 1), '--proxyLogLevel', o.logLevel ?? 'info'], {
     cwd: dir, stdio: ['ignore', 'pipe', 'pipe'],
     env: {
@@ -57,7 +61,7 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
       ISTIO_META_CLUSTER_ID: 'Kubernetes', ISTIO_META_MESH_ID: 'cluster.local', TRUST_DOMAIN: 'cluster.local',
       ENVOY_STATUS_PORT: String(ports.envoyStatus), ENVOY_PROMETHEUS_PORT: String(ports.envoyPrometheus),
       PROXY_CONFIG: JSON.stringify({
-        discoveryAddress: `127.0.0.1:${o.xdsPort}`, controlPlaneAuthPolicy: 'NONE', proxyAdminPort: ports.admin, statusPort: ports.status, ...o.proxyConfig,
+        discoveryAddress: `127.0.0.1:${o.xdsPort}`, controlPlaneAuthPolicy: 'NONE', proxyAdminPort: ports.admin, statusPort: ports.status, ...custom, ...o.proxyConfig,
       }),
       ...o.env,
     },
