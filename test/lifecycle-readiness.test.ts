@@ -32,6 +32,18 @@ function startWait(args: readonly string[]): { done: Promise<CliResult>; exited(
   return { done, exited: () => finished };
 }
 
+/** An ADS server that answers nothing yet (istiod still computing the proxy's config). */
+async function heldAds(): Promise<TestAds> {
+  const ads = await startTestAds();
+  for (const t of [TYPE_URL.cluster, TYPE_URL.listener, TYPE_URL.route]) ads.hold(t);
+  return ads;
+}
+
+function give(ads: TestAds, typeUrl: string, resources: Array<Record<string, unknown>>): void {
+  ads.set(typeUrl, resources);
+  ads.release(typeUrl);
+}
+
 async function statusReady(a: RunningAgent): Promise<{ status: number; body: string }> {
   return a.status('/healthz/ready');
 }
@@ -54,24 +66,24 @@ describe('readiness after the first CDS and LDS; skua-proxy wait (holdApplicatio
   after(() => cleanup(...stops, () => backend?.close()));
 
   test('not ready until CDS, LDS and the listener\'s RDS are in; wait holds the app until then and its first call succeeds', async () => {
-    const ads: TestAds = await startTestAds({ holdUnset: true });
+    const ads: TestAds = await heldAds();
     stops.push(() => ads.close());
     const a = await startAgent({ xdsPort: ads.port });
     stops.push(() => a.stop());
     const waiting = startWait(['--url', `http://127.0.0.1:${a.ports.envoyStatus}/healthz/ready`, '--timeoutSeconds', '45', '--periodMillis', '100']);
 
     await untilReason(a, 'config not received from XDS server (is Istiod running?): cds updates: 0 successful, 0 rejected; lds updates: 0 successful, 0 rejected');
-    ads.set(TYPE_URL.cluster, [xdsCluster('app', backend.port)]);
+    give(ads, TYPE_URL.cluster, [xdsCluster('app', backend.port)]);
     await untilReason(a, 'config not fully received from XDS server: cds updates: 1 successful, 0 rejected; lds updates: 0 successful, 0 rejected');
     const appPort = await freePort();
-    ads.set(TYPE_URL.listener, [xdsHttpListener('outbound', appPort, 'app', { direction: 'OUTBOUND', rds: 'app-routes' })]);
+    give(ads, TYPE_URL.listener, [xdsHttpListener('outbound', appPort, 'app', { direction: 'OUTBOUND', rds: 'app-routes' })]);
     // LDS applied, but the listener warms until its route table arrives: not LIVE, not ready.
     await untilReason(a, 'server is not live, current state is: INITIALIZING');
     await sleep(500);
     assert.equal(waiting.exited(), false, 'wait returned before the proxy was ready');
     assert.equal((await statusReady(a)).status, 503);
 
-    ads.set(TYPE_URL.route, [xdsRoute('app-routes', 'app')]);
+    give(ads, TYPE_URL.route, [xdsRoute('app-routes', 'app')]);
     const w = await waiting.done;
     assert.equal(w.code, 0, `wait failed: ${w.stderr}`);
     assert.match(w.stdout, /Waiting for Envoy proxy to be ready \(timeout: 45 seconds\)\.\.\.\nEnvoy is ready!/);
@@ -98,7 +110,7 @@ describe('readiness after the first CDS and LDS; skua-proxy wait (holdApplicatio
   });
 
   test('a custom bootstrap that went LIVE after initial_fetch_timeout without any config is not ready', async () => {
-    const ads = await startTestAds({ holdUnset: true });
+    const ads = await heldAds();
     stops.push(() => ads.close());
     const a = await startAgent({
       xdsPort: ads.port,
