@@ -21,6 +21,8 @@ const SERVERS = [
   { name: 'server-b', ip: '127.0.0.63', out: '127.0.1.63', sa: 'echo' },
 ] as const;
 const BODY = 1024;
+/** The apps take 40 ms per answer: at 320 requests/s about a dozen are in flight when SIGTERM lands. */
+const APP_DELAY_MS = 40;
 /** h2load: 8 connections, 40 requests/s each, 240 requests each (6 s). */
 const LOAD = { connections: 8, rpsPerConnection: 40, requests: 1920 };
 const TERMINATION_DRAIN = 3;
@@ -66,7 +68,7 @@ for (const protocol of ['http', 'http2'] as const) {
       ...workloads.map((w) => () => w.remove()), ...apps.map((b) => () => b.close())));
 
     test('h2load through the pair: zero failed requests, every byte, server-b takes over, server-a\'s sidecar exits 0 after its drain', async () => {
-      const url = `http://${CLIENT.out}:${servicePort}/stream?bytes=${BODY}`;
+      const url = `http://${CLIENT.out}:${servicePort}/stream?bytes=${BODY}&delay=${APP_DELAY_MS}`;
       const authority = `echo:${servicePort}`;
       // Both servers answer through mTLS before the run (certificates issued, EDS in).
       const seen = new Set<string>();
@@ -82,6 +84,7 @@ for (const protocol of ['http', 'http2'] as const) {
       await sleep(2000);
       // The pod is deleted: the kubelet sends SIGTERM while the endpoint controller removes it from EDS.
       const a = agents['server-a'];
+      const exitedAt = a.exited.then(() => Date.now());
       const t0 = Date.now();
       process.kill(a.pid, 'SIGTERM');
       cp.writeMesh(mesh([SERVERS[1]]));
@@ -95,7 +98,7 @@ for (const protocol of ['http', 'http2'] as const) {
 
       const exit = await exitWithin(a, TERMINATION_DRAIN * 1000 + 5000);
       assert.deepEqual(exit, { code: 0, signal: null }, `server-a's sidecar: ${a.stderr().slice(-2000)}`);
-      assert.ok(Date.now() - t0 >= TERMINATION_DRAIN * 1000 - 100, 'exited before terminationDrainDuration');
+      assert.ok(await exitedAt - t0 >= TERMINATION_DRAIN * 1000 - 100, `exited ${await exitedAt - t0} ms after SIGTERM, before terminationDrainDuration`);
       const served = apps.map((b) => b.requests.filter((q) => q.url.startsWith('/stream')).length);
       assert.equal(served[0] + served[1], LOAD.requests, `the apps saw ${served.join(' + ')} requests`);
       assert.ok(served[0] > 0 && served[1] > served[0], `server-a served ${served[0]}, server-b ${served[1]}`);
