@@ -22,6 +22,9 @@ const SERVER = { name: 'echo-server', ip: '127.0.0.72', out: '127.0.1.72', sa: '
 export interface SkuaPair {
   readonly client: Proc;
   readonly server: Proc;
+  /** Envoy admin ports (/memory, /stats). */
+  readonly clientAdmin: number;
+  readonly serverAdmin: number;
   /** Where the load generator sends requests, and the Host header they carry. */
   readonly url: string;
   readonly host: string;
@@ -48,7 +51,7 @@ async function until(what: string, proc: Proc, check: () => Promise<boolean>, ti
   throw new Error(`${proc.name}: no ${what} within ${timeoutMs / 1000} s:\n${tailOf(proc)}`);
 }
 
-async function startSidecar(o: SkuaPairOptions, w: typeof CLIENT, xdsPort: number): Promise<Proc> {
+async function startSidecar(o: SkuaPairOptions, w: typeof CLIENT, xdsPort: number): Promise<{ proc: Proc; admin: number }> {
   const wl = workloadDir(path.join(o.dir, o.protocol), w.sa, o.ca.ca, o.ca.tokens, o.ca.address);
   const [admin, status, envoyStatus, prometheus] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const proc = startProcess(`skua-${w.name}`, process.execPath, [path.resolve(REPO_ROOT, o.skuaMain), 'proxy', 'sidecar', '--concurrency', '1', '--proxyLogLevel', 'warning'], {
@@ -56,11 +59,12 @@ async function startSidecar(o: SkuaPairOptions, w: typeof CLIENT, xdsPort: numbe
     env: {
       ...wl.env, POD_NAME: w.name, INSTANCE_IP: w.ip, ISTIO_META_CLUSTER_ID: 'Kubernetes', ISTIO_META_MESH_ID: 'cluster.local', TRUST_DOMAIN: 'cluster.local',
       ENVOY_STATUS_PORT: String(envoyStatus), ENVOY_PROMETHEUS_PORT: String(prometheus),
-      PROXY_CONFIG: JSON.stringify({ discoveryAddress: `${HOST}:${xdsPort}`, controlPlaneAuthPolicy: 'NONE', proxyAdminPort: admin, statusPort: status }),
+      // terminationDrainDuration 0s: the bench stops each side with SIGTERM and has nothing left to drain.
+      PROXY_CONFIG: JSON.stringify({ discoveryAddress: `${HOST}:${xdsPort}`, controlPlaneAuthPolicy: 'NONE', proxyAdminPort: admin, statusPort: status, terminationDrainDuration: '0s' }),
     },
   });
   await until('readiness (15021 /healthz/ready)', proc, async () => (await httpGet(envoyStatus, '/healthz/ready', 1000)).status === 200, 60_000);
-  return proc;
+  return { proc, admin };
 }
 
 export async function startSkuaPair(o: SkuaPairOptions): Promise<SkuaPair> {
@@ -83,10 +87,10 @@ export async function startSkuaPair(o: SkuaPairOptions): Promise<SkuaPair> {
     started.push(cp);
     await waitForPort(xdsPort, cp, 15_000);
     const server = await startSidecar(o, SERVER, xdsPort);
-    started.push(server);
+    started.push(server.proc);
     const client = await startSidecar(o, CLIENT, xdsPort);
-    started.push(client);
-    return { client, server, url: `http://${CLIENT.out}:${servicePort}/`, host: `echo:${servicePort}`, mesh, stop };
+    started.push(client.proc);
+    return { client: client.proc, server: server.proc, clientAdmin: client.admin, serverAdmin: server.admin, url: `http://${CLIENT.out}:${servicePort}/`, host: `echo:${servicePort}`, mesh, stop };
   } catch (err) {
     await stop();
     throw err;
