@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { HOST } from './net.ts';
+import { nginxHead, nginxHttpCommon } from './peer-configs.ts';
 
 export interface PairCerts { readonly ca: string; readonly serverCert: string; readonly serverKey: string; readonly clientCert: string; readonly clientKey: string }
 
@@ -30,21 +31,8 @@ export function makePairCerts(dir: string): PairCerts {
 }
 
 function head(dir: string, name: string): string {
-  return `worker_processes 1;
-daemon off;
-pid ${dir}/${name}.pid;
-error_log stderr warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  keepalive_timeout 75s;
-  client_body_temp_path ${dir}/${name}-body;
-  proxy_temp_path ${dir}/${name}-proxy;
-  fastcgi_temp_path ${dir}/${name}-fastcgi;
-  uwsgi_temp_path ${dir}/${name}-uwsgi;
-  scgi_temp_path ${dir}/${name}-scgi;
-`;
+  return `${nginxHead(dir, name)}http {
+${nginxHttpCommon(dir, name)}`;
 }
 
 /** The server side: TLS 1.3, client certificate required, → backend (keep-alive). */
