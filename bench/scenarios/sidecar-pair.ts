@@ -157,13 +157,14 @@ export async function runSidecarPair(opts: Options, dir: string): Promise<Scenar
   }
   return {
     scenario: 'sidecar-pair', title: `sidecar pair with mTLS: fortio ${PAIR_LOAD.qps} req/s over ${PAIR_LOAD.connections} connections, ${PAIR_LOAD.bodyBytes}-byte responses`,
-    startedAt, seconds: (performance.now() - t0) / 1000, primary: 'addedP99', columns: COLUMNS, rows,
+    startedAt, seconds: (performance.now() - t0) / 1000, primary: 'vcpuPer1k', columns: COLUMNS, rows,
     helperConfigs: { backend: backendConf },
     settings: {
       fortio: `${fortioVersion(fortio)}: load -qps ${PAIR_LOAD.qps} -c ${PAIR_LOAD.connections} -t ${opts.duration}s -r 0.00001 -uniform (after ${opts.warmup} s of warm-up)`,
       path: 'fortio → client sidecar (plaintext listener) → mTLS → server sidecar → nginx backend (1 KB body)',
       workers: 'nginx worker_processes 1 each; skua-proxy proxy sidecar --concurrency 1 each (pilot-agent, config from skua-controlplane --mesh, certificates from the local CA)',
       cpu: 'utime+stime of both proxies (nginx: master and worker) over the measured run, per 1,000 achieved req/s',
+      ratios: 'x nginx: the pair\'s vCPU per 1k req/s against the nginx pair\'s',
       nginxHttp2: 'not measured: nginx proxies upstream in HTTP/1.1 only',
     },
   };
