@@ -2,7 +2,8 @@
 // sidecars, each `skua-proxy proxy sidecar` (pilot-agent) configured by skua-controlplane --mesh
 // (istiod's shapes, STRICT mTLS with certificates from the local CA, capture none), h2load as the
 // client app at a fixed rate through the client sidecar. Mid-run server-a's pod terminates: its
-// sidecar gets SIGTERM and, at the same moment, the endpoint leaves EDS. Every request must
+// sidecar gets SIGTERM and, at the same moment, the endpoint leaves EDS (EndpointSlice
+// `terminating`; istiod leaves server-a's own sidecar config as it was). Every request must
 // succeed with all its bytes, server-b must take over, server-a's sidecar must exit 0 after its
 // terminationDrainDuration. Once between the sidecars with HTTP/1.1, once with HTTP/2.
 import { after, before, describe, test } from 'node:test';
@@ -37,14 +38,15 @@ for (const protocol of ['http', 'http2'] as const) {
     const workloads: Workload[] = [];
     const agents: Record<string, RunningAgent> = {};
 
-    const mesh = (servers: readonly (typeof SERVERS)[number][]): Json => ({
+    // `terminating`: the pod is being deleted — out of EDS, while its own sidecar's config stays as it was.
+    const mesh = (terminating?: (typeof SERVERS)[number]): Json => ({
       mesh: { mtls: 'STRICT', capture: 'none' },
       services: [{ name: 'echo', vip: '10.96.0.60', ports: [{ port: servicePort, protocol }] }],
       workloads: [
         { name: CLIENT.name, service_account: CLIENT.sa, ip: CLIENT.ip, outbound_ip: CLIENT.out, labels: { app: 'client' } },
-        ...servers.map((s) => ({
+        ...SERVERS.map((s) => ({
           name: s.name, service_account: s.sa, ip: s.ip, outbound_ip: s.out, labels: { app: 'echo' }, services: ['echo'],
-          app: { [servicePort]: `127.0.0.1:${apps[SERVERS.indexOf(s)].port}` },
+          app: { [servicePort]: `127.0.0.1:${apps[SERVERS.indexOf(s)].port}` }, terminating: s === terminating,
         })),
       ],
     });
@@ -53,7 +55,7 @@ for (const protocol of ['http', 'http2'] as const) {
       servicePort = await freePort();
       for (const s of SERVERS) apps.push(await startHttpBackend(s.name));
       ca = await startLocalCa();
-      cp = await startControlPlane({}, { mesh: mesh(SERVERS) });
+      cp = await startControlPlane({}, { mesh: mesh() });
       for (const w of [CLIENT, ...SERVERS]) {
         const wl = workload(ca, 'default', w.sa);
         workloads.push(wl);
@@ -87,7 +89,7 @@ for (const protocol of ['http', 'http2'] as const) {
       const exitedAt = a.exited.then(() => Date.now());
       const t0 = Date.now();
       process.kill(a.pid, 'SIGTERM');
-      cp.writeMesh(mesh([SERVERS[1]]));
+      cp.writeMesh(mesh(SERVERS[0]));
       const out = await load;
       const r = parseH2load(out.stdout);
       assert.deepEqual({ failed: r.failed, errored: r.errored, timeout: r.timeout, non2xx: r.status['3xx'] + r.status['4xx'] + r.status['5xx'] },
