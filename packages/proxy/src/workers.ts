@@ -4,25 +4,40 @@ import { compileBootstrap, loadBootstrapSource } from './config/bootstrap.ts';
 import { log, setLogLevel } from './core/log.ts';
 import { ProxyServer, type ListenerDrain } from './server.ts';
 import type { ProxyArgs } from './agent/cli.ts';
-import { StatsStore, Histogram as HistogramClass, type Histogram } from './stats/store.ts';
+import { StatsStore, Scope, Histogram as HistogramClass, type Counter, type Gauge, type Histogram } from './stats/store.ts';
 import { labelledFamily, type FamilyKind } from './stats/labelled.ts';
 import { secrets } from './tls/secrets.ts';
+import { WorkerFeed } from './worker-feed.ts';
 
-/** A worker's stats, sent to the main thread at scrape time. */
-interface StatsSnapshot {
+type HistogramData = { buckets: number[]; count: number; sum: number };
+interface StatsValues {
   counters: Array<[string, number]>;
   gauges: Array<[string, number]>;
-  histograms: Array<[string, { buckets: number[]; count: number; sum: number }]>;
-  tags: Array<[string, { base: string; tags: Array<[string, string]> }]>;
-  families: Array<{ namespace: string; name: string; kind: FamilyKind; series: Array<{ names: string[]; values: string[]; value: number; hist?: { buckets: number[]; count: number; sum: number } }> }>;
+  histograms: Array<[string, HistogramData]>;
+}
+
+/** A worker's stats, sent to the main thread at scrape time: unscoped ones by full name, scoped ones per scope. */
+interface StatsSnapshot extends StatsValues {
+  groups: Array<{ prefix: string; base: string; tags: Array<[string, string]>; stats: StatsValues }>;
+  families: Array<{ namespace: string; name: string; kind: FamilyKind; series: Array<{ names: string[]; values: string[]; value: number; hist?: HistogramData }> }>;
+}
+
+interface StatMaps { counters: Map<string, Counter>; gauges: Map<string, Gauge>; histograms: Map<string, Histogram> }
+
+function valuesOf(m: StatMaps): StatsValues {
+  return {
+    counters: [...m.counters].map(([k, c]) => [k, c.value]),
+    gauges: [...m.gauges].map(([k, g]) => [k, g.value]),
+    histograms: [...m.histograms].map(([k, h]) => [k, { buckets: [...h.buckets], count: h.count, sum: h.sum }]),
+  };
 }
 
 function snapshot(store: StatsStore): StatsSnapshot {
   return {
-    counters: [...store.counters].map(([k, c]) => [k, c.value]),
-    gauges: [...store.gauges].map(([k, g]) => [k, g.value]),
-    histograms: [...store.histograms].map(([k, h]) => [k, { buckets: [...h.buckets], count: h.count, sum: h.sum }]),
-    tags: [...store.tags].map(([k, t]) => [k, { base: t.base, tags: t.tags.map(([a, b]) => [a, b] as [string, string]) }]),
+    ...valuesOf(store),
+    groups: [...store.groups.values()].map((g) => ({
+      prefix: g.tags.prefix, base: g.tags.base, tags: g.tags.tags.map(([a, b]) => [a, b] as [string, string]), stats: valuesOf(g),
+    })),
     families: [...store.families.values()].map((f) => ({
       namespace: f.namespace, name: f.name, kind: f.kind,
       series: [...f.series.values()].map((s) => {
@@ -35,15 +50,20 @@ function snapshot(store: StatsStore): StatsSnapshot {
   };
 }
 
-function addInto(store: StatsStore, s: StatsSnapshot): void {
-  for (const [k, t] of s.tags) if (!store.tags.has(k)) store.tags.set(k, t);
-  for (const [k, v] of s.counters) store.counter(k).value += v;
-  for (const [k, v] of s.gauges) store.gauge(k).value += v;
-  for (const [k, v] of s.histograms) {
-    const h: Histogram = store.histogram(k);
-    h.count += v.count; h.sum += v.sum;
-    v.buckets.forEach((b, i) => { h.buckets[i] += b; });
+/** Adds values into stats got (or made) by `at`: the store's own maps or a scope's. */
+function addValues(at: Pick<StatsStore, 'counter' | 'gauge' | 'histogram'>, v: StatsValues): void {
+  for (const [k, n] of v.counters) at.counter(k).value += n;
+  for (const [k, n] of v.gauges) at.gauge(k).value += n;
+  for (const [k, d] of v.histograms) {
+    const h: Histogram = at.histogram(k);
+    h.count += d.count; h.sum += d.sum;
+    d.buckets.forEach((b, i) => { h.buckets[i] += b; });
   }
+}
+
+function addInto(store: StatsStore, s: StatsSnapshot): void {
+  addValues(store, s);
+  for (const g of s.groups) addValues(new Scope(store, g.prefix, g.base, g.tags), g.stats);
   for (const f of s.families) {
     const fam = labelledFamily(store, f.namespace, f.name, f.kind);
     for (const se of f.series) {
@@ -79,19 +99,26 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
   secrets.onChange((name, secret) => {
     for (const w of workers) w.postMessage({ secret: name, raw: secret?.raw ?? null });
   });
+  const feeds = workers.map((w) => {
+    const feed = new WorkerFeed(w);
+    w.on('message', (m: { applied?: boolean }) => { if (m?.applied) feed.applied(); });
+    w.once('exit', () => feed.exited());
+    return feed;
+  });
   server.collectStats = async () => {
     const merged = new StatsStore();
     addInto(merged, snapshot(server.stats));
     const snaps = await Promise.all(workers.map((w) => new Promise<StatsSnapshot>((resolve) => {
-      w.once('message', (m: { stats: StatsSnapshot }) => resolve(m.stats));
+      const onStats = (m: { stats?: StatsSnapshot }): void => { if (m?.stats) { w.off('message', onStats); resolve(m.stats); } };
+      w.on('message', onStats);
       w.postMessage('stats');
     })));
     for (const s of snaps) addInto(merged, s);
     return merged;
   };
-  // Only the main thread talks to the control plane; workers apply the same updates.
-  server.onXdsUpdate = (update) => { for (const w of workers) w.postMessage({ xds: update }); };
-  server.onFetchTimeout = (key) => { for (const w of workers) w.postMessage({ fetchTimeout: key }); };
+  // Only the main thread talks to the control plane; workers apply the same updates, in order.
+  server.onXdsUpdate = (update) => Promise.all(feeds.map((f) => f.send({ xds: update }))).then(() => undefined);
+  server.onFetchTimeout = (key) => { for (const f of feeds) void f.send({ fetchTimeout: key }); };
   server.drainWorkerListeners = (drain) => { for (const w of workers) w.postMessage({ drainListeners: drain }); };
   server.drainWorkers = (ms) => Promise.all(workers.map((w) => new Promise<void>((resolve) => {
     w.once('exit', () => resolve());
@@ -109,8 +136,9 @@ async function runWorker(): Promise<void> {
     const bootstrap = compileBootstrap(loadBootstrapSource(data.configPath || undefined, data.configYaml || undefined), { unknownFields: 'skip' });
     const server = new ProxyServer(bootstrap, { concurrency: 1, drainTimeS: 0, drainStrategy: 'gradual', configPath: data.configPath, configYaml: data.configYaml, logLevel: data.logLevel, reusePort: true, admin: false, xdsFollower: true });
     await server.start();
-    // Updates apply one at a time, in the order the main thread applied them.
+    // Updates apply one at a time, in the order the main thread applied them; each done one asks for the next (worker-feed.ts).
     let applying: Promise<unknown> = Promise.resolve();
+    const applied = (): void => parentPort!.postMessage({ applied: true });
     type Message = string | { xds: XdsUpdate } | { fetchTimeout: string } | { secret: string; raw: Record<string, unknown> | null } | { drain: number }
       | { drainListeners: ListenerDrain };
     parentPort!.on('message', (m: Message) => {
@@ -123,9 +151,9 @@ async function runWorker(): Promise<void> {
         // The main thread's drain settings; this thread's own connections decide when it is done.
         void server.drainAndExit(m.drain);
       } else if (typeof m === 'object' && 'xds' in m) {
-        applying = applying.then(() => server.dynamic?.apply(m.xds)).catch((err: Error) => log.error(`worker ${data.index}: xDS update: ${err.message}`));
+        applying = applying.then(() => server.dynamic?.apply(m.xds)).catch((err: Error) => log.error(`worker ${data.index}: xDS update: ${err.message}`)).finally(applied);
       } else if (typeof m === 'object' && 'fetchTimeout' in m) {
-        applying = applying.then(() => server.dynamic?.expireFetch(m.fetchTimeout));
+        applying = applying.then(() => server.dynamic?.expireFetch(m.fetchTimeout)).finally(applied);
       }
       else if (typeof m === 'object' && 'secret' in m) {
         try {

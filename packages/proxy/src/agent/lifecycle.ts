@@ -64,11 +64,12 @@ export function lifecycleSettings(env: Env, opts: { terminationDrainS: number; s
  */
 export function activeConnections(stats: StatsStore, ownListenerPorts: readonly number[]): number {
   let n = -1;
-  for (const [name, gauge] of stats.gauges) {
-    if (!name.startsWith('listener.') || !name.endsWith('.downstream_cx_active') || name.includes('.worker_')) continue;
-    if (ownListenerPorts.some((p) => name === `listener.0.0.0.0_${p}.downstream_cx_active` || name === `listener.[::]_${p}.downstream_cx_active`)) continue;
+  // Listener stats may be scoped (listener.<address>. groups) or flat: each() reads both.
+  stats.each('gauges', (name, gauge) => {
+    if (!name.startsWith('listener.') || !name.endsWith('.downstream_cx_active') || name.includes('.worker_')) return;
+    if (ownListenerPorts.some((p) => name === `listener.0.0.0.0_${p}.downstream_cx_active` || name === `listener.[::]_${p}.downstream_cx_active`)) return;
     n = Math.max(n, 0) + gauge.value;
-  }
+  });
   return n;
 }
 

@@ -19,7 +19,7 @@ export interface ReadinessSource {
 export interface Readiness { readonly ready: boolean; readonly reason: string }
 
 function counter(stats: StatsStore, name: string): number {
-  return stats.counters.get(name)?.value ?? 0;
+  return stats.find('counters', name)?.value ?? 0;
 }
 
 /** Istio's UpdateStatusStats wording. */
