@@ -1,7 +1,7 @@
 import type { XdsUpdate } from './xds/types.ts';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { compileBootstrap, loadBootstrapSource } from './config/bootstrap.ts';
-import { log, setLogLevel } from './core/log.ts';
+import { applyLogSettings, log, logSettings, type LogSettings } from './core/log.ts';
 import { ProxyServer, type ListenerDrain } from './server.ts';
 import type { ProxyArgs } from './agent/cli.ts';
 import { StatsStore, Scope, Histogram as HistogramClass, type Counter, type Gauge, type Histogram } from './stats/store.ts';
@@ -89,7 +89,7 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
   for (let i = 1; i < args.concurrency; i++) {
     // Secrets live per thread: a worker starts with the main thread's and hears of every change.
     const initialSecrets = secrets.all().map((s) => [s.name, s.raw]);
-    const w = new Worker(new URL(import.meta.url), { workerData: { configPath: args.configPath, configYaml: args.configYaml, logLevel: args.logLevel, index: i, secrets: initialSecrets } });
+    const w = new Worker(new URL(import.meta.url), { workerData: { configPath: args.configPath, configYaml: args.configYaml, logLevel: args.logLevel, log: logSettings(), index: i, secrets: initialSecrets } });
     workers.push(w);
     await new Promise<void>((resolve, reject) => {
       w.once('message', (m: { ready?: boolean; error?: string }) => (m.ready ? resolve() : reject(new Error(m.error))));
@@ -128,8 +128,8 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
 }
 
 async function runWorker(): Promise<void> {
-  const data = workerData as { configPath: string; configYaml: string; logLevel: string; index: number; secrets: Array<[string, Record<string, unknown>]> };
-  setLogLevel(data.logLevel);
+  const data = workerData as { configPath: string; configYaml: string; logLevel: string; log: LogSettings; index: number; secrets: Array<[string, Record<string, unknown>]> };
+  applyLogSettings(data.log);
   try {
     for (const [name, raw] of data.secrets) secrets.update(name, raw);
     // The main thread validated field names already (and counts what --allow-unknown-static-fields let through).

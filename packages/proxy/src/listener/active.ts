@@ -11,13 +11,15 @@ import type { ClusterManager } from '../upstream/manager.ts';
 import type { StatsStore, Counter, Gauge } from '../stats/store.ts';
 import { chainError, SslStats, verifyPeer } from '../tls/ssl-stats.ts';
 import { originalDestination, available as sockoptAvailable } from '../sys/sockopt.ts';
-import { log } from '../core/log.ts';
+import { logger } from '../core/log.ts';
 import type { LiveNetworkFilter } from '../filters/network/types.ts';
 import { registerInternalListener, unregisterInternalListener, type InternalAccept, type InternalConnectMeta } from './internal.ts';
 import type { InternalSocket } from './internal-socket.ts';
 import { restoreInternalAddresses, type RestoredAddresses } from './internal-dst.ts';
 import { DrainManager } from '../core/drain.ts';
 import { overloadState } from '../core/overload.ts';
+
+const log = logger('connection');
 
 type Terminal = HttpConnectionManager | TcpProxy;
 

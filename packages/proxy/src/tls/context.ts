@@ -2,9 +2,11 @@ import { createSecureContext, type SecureContext, type SecureContextOptions } fr
 import type { Msg } from '../config/fields.ts';
 import { readDataSource } from '../config/data-source.ts';
 import { ConfigError } from '../core/errors.ts';
-import { log } from '../core/log.ts';
+import { logger } from '../core/log.ts';
 import { secrets as threadSecrets, type SecretStore } from './secrets.ts';
 import { compileValidation, type TypedSanMatcher, type ValidationConfig } from './validation.ts';
+
+const log = logger('secret');
 
 export { compileStringMatcher, type SanMatcher } from './validation.ts';
 

@@ -1,7 +1,9 @@
-import { log } from '../core/log.ts';
+import { logger } from '../core/log.ts';
 import { secretManagerOptionsFromEnv } from './identity-env.ts';
 import { SecretManager } from './secret-manager.ts';
 import { secrets } from './secrets.ts';
+
+const log = logger('secret');
 
 let running: SecretManager | undefined;
 

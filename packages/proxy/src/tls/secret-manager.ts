@@ -8,10 +8,12 @@
 import { existsSync, mkdirSync, readFileSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
-import { log } from '../core/log.ts';
+import { logger } from '../core/log.ts';
 import { createCertificate, type CaClientOptions, type CaCredential } from './ca-client.ts';
 import { tlsCertificateSecret, validationSecret, type SecretStore } from './secrets.ts';
 import { certFacts, makeCsr, newKeyPair, privateKeyPem, splitPem } from './x509.ts';
+
+const log = logger('secret');
 
 export const DEFAULT_SECRET = 'default';
 export const ROOT_SECRET = 'ROOTCA';
