@@ -21,6 +21,7 @@ import { mtlsChecks, runMtls } from './scenarios/mtls.ts';
 import { ROUNDS as ROUTES_ROUNDS, routesChecks, runRoutes } from './scenarios/routes.ts';
 import { runXds } from './scenarios/xds.ts';
 import { runXdsScale } from './scenarios/xds-scale.ts';
+import { runSidecarPair } from './scenarios/sidecar-pair.ts';
 import { listMicroFiles, microMarkdown, microText, runMicro, type MicroResult } from './scenarios/micro.ts';
 import {
   ALL_SCENARIOS, ALL_TARGETS, DEFAULT_SCENARIOS,
@@ -33,7 +34,9 @@ const USAGE = `usage: ./dev bench [options]   (node bench/run.ts)
   --only l7,l4,micro,routes,xds,xds-scale,mtls scenarios to run (default: l7,l4; routes = 1 route vs 1,000 vhosts x 10 routes,
                             xds = 5,000 services over ADS from scratch + one endpoint change,
                             xds-scale = 20,000 EDS clusters pushed to a live proxy under a latency probe, then shrunk,
-                            mtls = two skua sidecars, plaintext vs mTLS; all three skua only)
+                            mtls = two skua sidecars, plaintext vs mTLS; all three skua only;
+                            sidecar-pair = fortio 1,000 req/s, 16 connections, 1 KB through a sidecar pair
+                            with mTLS: direct, nginx pair, skua pair over HTTP/1.1 and HTTP/2)
   --targets LIST            subset of direct,nginx,haproxy,skua (default: all)
   --duration SECONDS        measured wrk time per L7 target (default 10)
   --warmup SECONDS          unmeasured wrk time before each L7 measurement (default 2)
@@ -99,6 +102,7 @@ function neededPackages(opts: Options): string[] {
   const pkgs: string[] = [];
   const has = (t: TargetName): boolean => opts.targets.includes(t);
   if (opts.only.includes('l7') || opts.only.includes('routes') || opts.only.includes('mtls')) pkgs.push('nginx', 'wrk');
+  if (opts.only.includes('sidecar-pair')) pkgs.push('nginx', 'openssl');
   if (has('haproxy') && (opts.only.includes('l7') || opts.only.includes('l4'))) pkgs.push('haproxy');
   if (has('nginx') && opts.only.includes('l4')) pkgs.push('nginx', 'libnginx-mod-stream');
   return pkgs;
@@ -117,6 +121,8 @@ function budgetSeconds(opts: Options): number {
   // Three proxies, each: start, a push of up to 10 min on a slow build, a shrink, settling.
   if (opts.only.includes('xds-scale')) s += 3 * 900;
   if (opts.only.includes('mtls')) s += 3 * (opts.warmup + opts.duration + 60);
+  // Four cases (start-up, warm-up, measured run), plus installing fortio once (go install).
+  if (opts.only.includes('sidecar-pair')) s += 4 * (opts.warmup + opts.duration + 120) + 600;
   return s;
 }
 
@@ -131,7 +137,7 @@ function environment(opts: Options): Record<string, string> {
   const l7 = opts.only.includes('l7');
   const l4 = opts.only.includes('l4');
   const routes = opts.only.includes('routes') || opts.only.includes('mtls');
-  if (l7 || routes || (l4 && opts.targets.includes('nginx'))) {
+  if (l7 || routes || opts.only.includes('sidecar-pair') || (l4 && opts.targets.includes('nginx'))) {
     env.nginx = versionOf(systemBinary('nginx'), ['-v']).replace(/^nginx version: /, '');
   }
   if ((l7 || l4) && opts.targets.includes('haproxy')) env.haproxy = versionOf(systemBinary('haproxy'), ['-v']);
@@ -169,7 +175,7 @@ function installExitHandlers(budget: number): void {
 function printScenario(res: ScenarioResult): void {
   process.stdout.write(`\n== ${res.scenario}: ${res.title} ==\n${textTable(res)}\n`);
   const skua = res.rows.find((r) => r.target === 'skua');
-  if (!skua || res.scenario === 'routes' || res.scenario === 'mtls' || res.scenario === 'xds-scale') return;
+  if (!skua || res.scenario === 'routes' || res.scenario === 'mtls' || res.scenario === 'xds-scale' || res.scenario === 'sidecar-pair') return;
   const parts = (['nginx', 'haproxy'] as const).map((b) => {
     const r = ratio(res, skua, b);
     return `skua/${b} ${r === undefined ? '–' : r.toFixed(2)}`;
@@ -184,6 +190,7 @@ async function runScenario(s: Scenario, opts: Options): Promise<ScenarioResult |
   if (s === 'xds') return runXds(opts, tmpDir);
   if (s === 'xds-scale') return runXdsScale(opts, tmpDir);
   if (s === 'mtls') return runMtls(opts, tmpDir);
+  if (s === 'sidecar-pair') return runSidecarPair(opts, tmpDir);
   return runMicro();
 }
 

@@ -10,7 +10,7 @@ export const NGINX_STREAM_MODULE = '/usr/lib/nginx/modules/ngx_stream_module.so'
 /** The fixed body the backend answers every request with. */
 export const BACKEND_BODY = 'hello';
 
-function nginxHead(dir: string, name: string): string {
+export function nginxHead(dir: string, name: string): string {
   return `worker_processes 1;
 daemon off;
 pid ${dir}/${name}.pid;
@@ -19,7 +19,7 @@ events { worker_connections 4096; }
 `;
 }
 
-function nginxHttpCommon(dir: string, name: string): string {
+export function nginxHttpCommon(dir: string, name: string): string {
   return `  access_log off;
   keepalive_requests 1000000;
   keepalive_timeout 75s;

@@ -1,9 +1,9 @@
 /** Shared shapes for the benchmark harness (bench/run.ts). */
 
-export type Scenario = 'l7' | 'l4' | 'micro' | 'routes' | 'xds' | 'xds-scale' | 'mtls';
+export type Scenario = 'l7' | 'l4' | 'micro' | 'routes' | 'xds' | 'xds-scale' | 'mtls' | 'sidecar-pair';
 export type TargetName = 'direct' | 'nginx' | 'haproxy' | 'skua';
 
-export const ALL_SCENARIOS: readonly Scenario[] = ['l7', 'l4', 'micro', 'routes', 'xds', 'xds-scale', 'mtls'];
+export const ALL_SCENARIOS: readonly Scenario[] = ['l7', 'l4', 'micro', 'routes', 'xds', 'xds-scale', 'mtls', 'sidecar-pair'];
 export const DEFAULT_SCENARIOS: readonly Scenario[] = ['l7', 'l4'];
 export const ALL_TARGETS: readonly TargetName[] = ['direct', 'nginx', 'haproxy', 'skua'];
 

@@ -6,7 +6,7 @@
  * connections, and mTLS with a new connection per request (max_requests_per_connection
  * 1), whose rate is the pair's mTLS handshakes/s (counted by the server's ssl.handshake).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CertificateAuthority } from '../../packages/controlplane/src/ca/authority.ts';
 import { startCaServer, type CaServer } from '../../packages/controlplane/src/ca/server.ts';
@@ -17,6 +17,7 @@ import { freePort, httpGet, waitForPort, waitForReady } from '../lib/net.ts';
 import { BACKEND_BODY, nginxBackendConf } from '../lib/peer-configs.ts';
 import { REPO_ROOT, SKUA_READY_TIMEOUT_MS, startNginx } from '../lib/targets.ts';
 import { runWrk } from '../lib/wrk.ts';
+import { workloadDir } from '../lib/workload.ts';
 import type { CheckOutcome, Column, Options, Row, ScenarioResult } from '../lib/types.ts';
 
 const CHECK_NAME = 'mTLS L7 req/s (connection reuse) >= 0.7x plaintext pair';
@@ -116,16 +117,6 @@ async function startSidecar(name: string, dir: string, bootstrap: object, admin:
   await waitForReady(admin, proc, SKUA_READY_TIMEOUT_MS);
   await waitForPort(port, proc, 2000);
   return { proc, admin, port };
-}
-
-/** A workload directory as istio-agent expects it (projected token, CA root) and pilot-agent's env. */
-function workloadDir(root: string, sa: string, ca: CertificateAuthority, tokens: TokenAuthority, caAddr: string): { dir: string; env: Record<string, string> } {
-  const dir = path.join(root, sa);
-  mkdirSync(path.join(dir, 'var/run/secrets/tokens'), { recursive: true });
-  mkdirSync(path.join(dir, 'var/run/secrets/istio'), { recursive: true });
-  writeFileSync(path.join(dir, 'var/run/secrets/tokens/istio-token'), tokens.issue({ namespace: 'default', serviceAccount: sa }, 3600));
-  writeFileSync(path.join(dir, 'var/run/secrets/istio/root-cert.pem'), ca.rootCertPem);
-  return { dir, env: { CA_ADDR: caAddr, POD_NAMESPACE: 'default', SERVICE_ACCOUNT: sa } };
 }
 
 async function handshakes(adminPort: number, listenerPort: number): Promise<number> {

@@ -11,7 +11,7 @@
  *               service's traffic reaches the new backend; median of 5 (includes the control
  *               plane's 100 ms file-watch debounce, reported separately)
  */
-import { readFileSync, renameSync, writeFileSync, mkdirSync } from 'node:fs';
+import { renameSync, writeFileSync, mkdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { progress } from '../lib/progress.ts';
@@ -19,6 +19,7 @@ import { startProcess, stopProcess, type Proc } from '../lib/procs.ts';
 import { freePort, HOST, waitForReady } from '../lib/net.ts';
 import { claFor, meshResources, svcHost } from '../lib/mesh-resources.ts';
 import { REPO_ROOT } from '../lib/targets.ts';
+import { cpuMs, rssMb } from '../lib/proc-stats.ts';
 import type { Column, Options, Row, ScenarioResult } from '../lib/types.ts';
 
 export const SERVICES = 5000;
@@ -33,16 +34,6 @@ const COLUMNS: Column[] = [
   { key: 'changeMs', title: 'endpoint change ms (median)', digits: 1, better: 'lower' },
   { key: 'cpStartMs', title: 'control plane load ms', digits: 0, better: 'lower' },
 ];
-
-function cpuMs(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10; // utime + stime in 10 ms ticks
-}
-
-function rssMb(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
 
 function backend(name: string): Promise<{ server: http.Server; port: number }> {
   const server = http.createServer((_req, res) => { res.setHeader('x-backend', name); res.end(name); });

@@ -47,6 +47,14 @@ export interface ServerOptions {
 /** Distinct unknown dynamic fields logged once each (bounded: a control plane could send many). */
 const MAX_LOGGED_UNKNOWN = 1000;
 
+/** One /drain_listeners request, as the worker threads receive it. */
+export interface ListenerDrain {
+  readonly inboundOnly: boolean;
+  readonly graceful: boolean;
+  readonly ms: number;
+  readonly strategy: DrainStrategy;
+}
+
 export type ServerState = 'PRE_INITIALIZING' | 'INITIALIZING' | 'LIVE' | 'DRAINING';
 
 export const VERSION = '0.1.0';
@@ -67,6 +75,8 @@ export class ProxyServer {
   readonly overload: OverloadManager;
   /** Set by startWorkers: asks every worker thread to drain and resolves when all have exited. */
   drainWorkers: ((ms: number) => Promise<void>) | undefined;
+  /** Set by startWorkers: hands /drain_listeners (and the agent's drain) to every worker thread. */
+  drainWorkerListeners: ((drain: ListenerDrain) => void) | undefined;
   private exiting: Promise<never> | undefined;
   /** Stats for admin: this thread's store, or all workers' merged (set by startWorkers). */
   collectStats: () => Promise<StatsStore> = () => Promise.resolve(this.stats);
@@ -204,11 +214,12 @@ export class ProxyServer {
    * `connection: close`. With it: the listeners keep accepting for the drain time while
    * connections are asked to go away (--drain-strategy), then stop.
    */
-  drainListeners(inboundOnly: boolean, graceful: boolean): void {
+  drainListeners(inboundOnly: boolean, graceful: boolean, ms = this.options.drainTimeS * 1000, strategy = this.options.drainStrategy): void {
     this.state = 'DRAINING';
-    const ms = this.options.drainTimeS * 1000;
+    // Worker threads hold listeners of their own (SO_REUSEPORT): they drain with the same settings.
+    this.drainWorkerListeners?.({ inboundOnly, graceful, ms, strategy });
     if (!graceful) { this.listeners.drainAll(inboundOnly); return; }
-    this.listeners.startDrain(inboundOnly, this.options.drainStrategy, ms);
+    this.listeners.startDrain(inboundOnly, strategy, ms);
     const ticker = setInterval(() => this.listeners.drainTick(), drainTick(ms));
     ticker.unref();
     setTimeout(() => { clearInterval(ticker); this.listeners.drainAll(inboundOnly); }, ms).unref();

@@ -2,7 +2,7 @@ import type { XdsUpdate } from './xds/types.ts';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { compileBootstrap, loadBootstrapSource } from './config/bootstrap.ts';
 import { applyLogSettings, log, logSettings, type LogSettings } from './core/log.ts';
-import { ProxyServer } from './server.ts';
+import { ProxyServer, type ListenerDrain } from './server.ts';
 import type { ProxyArgs } from './agent/cli.ts';
 import { StatsStore, Scope, Histogram as HistogramClass, type Counter, type Gauge, type Histogram } from './stats/store.ts';
 import { labelledFamily, type FamilyKind } from './stats/labelled.ts';
@@ -119,6 +119,7 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
   // Only the main thread talks to the control plane; workers apply the same updates, in order.
   server.onXdsUpdate = (update) => Promise.all(feeds.map((f) => f.send({ xds: update }))).then(() => undefined);
   server.onFetchTimeout = (key) => { for (const f of feeds) void f.send({ fetchTimeout: key }); };
+  server.drainWorkerListeners = (drain) => { for (const w of workers) w.postMessage({ drainListeners: drain }); };
   server.drainWorkers = (ms) => Promise.all(workers.map((w) => new Promise<void>((resolve) => {
     w.once('exit', () => resolve());
     w.postMessage({ drain: ms });
@@ -138,9 +139,14 @@ async function runWorker(): Promise<void> {
     // Updates apply one at a time, in the order the main thread applied them; each done one asks for the next (worker-feed.ts).
     let applying: Promise<unknown> = Promise.resolve();
     const applied = (): void => parentPort!.postMessage({ applied: true });
-    type Message = string | { xds: XdsUpdate } | { fetchTimeout: string } | { secret: string; raw: Record<string, unknown> | null } | { drain: number };
+    type Message = string | { xds: XdsUpdate } | { fetchTimeout: string } | { secret: string; raw: Record<string, unknown> | null } | { drain: number }
+      | { drainListeners: ListenerDrain };
     parentPort!.on('message', (m: Message) => {
       if (m === 'stats') parentPort!.postMessage({ stats: snapshot(server.stats) });
+      else if (typeof m === 'object' && 'drainListeners' in m) {
+        const d = m.drainListeners;
+        server.drainListeners(d.inboundOnly, d.graceful, d.ms, d.strategy);
+      }
       else if (typeof m === 'object' && 'drain' in m) {
         // The main thread's drain settings; this thread's own connections decide when it is done.
         void server.drainAndExit(m.drain);

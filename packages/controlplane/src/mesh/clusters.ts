@@ -44,7 +44,8 @@ export function effectivePolicy(s: MeshService, port: number, subset: string): E
 }
 
 function cla(mesh: Mesh, name: string, s: MeshService, p: ServicePort, subsetLabels?: Labels): Json {
-  const lb = backends(mesh, s, subsetLabels).map((w) => {
+  // istiod leaves terminating endpoints out of EDS; their sidecars keep serving what is in flight.
+  const lb = backends(mesh, s, subsetLabels).filter((w) => !w.terminating).map((w) => {
     const a = endpointAddress(w, p.targetPort);
     const md: Json = { istio: { workload: workloadMetadata(mesh, w) } };
     // Sidecar'd endpoints take Istio mTLS (the cluster's tlsMode-istio transport socket match).

@@ -70,7 +70,7 @@ function parseService(m: Msg, domain: string): MeshService {
 }
 
 function parseWorkload(m: Msg, services: ReadonlyMap<string, MeshService>, capture: Capture): MeshWorkload {
-  m.onlyFields(['name', 'namespace', 'workload_name', 'service_account', 'ip', 'node', 'labels', 'services', 'sidecar', 'ambient', 'outbound_ip', 'app']);
+  m.onlyFields(['name', 'namespace', 'workload_name', 'service_account', 'ip', 'node', 'labels', 'services', 'sidecar', 'ambient', 'outbound_ip', 'app', 'terminating']);
   const name = m.requiredStr('name');
   const namespace = m.str('namespace', 'default');
   const hostnames = m.strList('services').map((s, i) => {
@@ -96,6 +96,7 @@ function parseWorkload(m: Msg, services: ReadonlyMap<string, MeshService>, captu
   return {
     name, namespace, workloadName: m.str('workload_name', name), serviceAccount: m.str('service_account', 'default'), ip: ip(m, 'ip'),
     node: m.str('node', ''), labels: labels(m, 'labels'), services: hostnames, sidecar, ambient: m.bool('ambient'), outboundIp, app,
+    terminating: m.bool('terminating'),
   };
 }
 

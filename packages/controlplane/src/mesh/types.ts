@@ -67,6 +67,8 @@ export interface MeshWorkload {
   readonly services: readonly string[];
   readonly sidecar: boolean;
   readonly ambient: boolean;
+  /** The pod is being deleted (EndpointSlice `terminating`): out of EDS, its own sidecar's config unchanged. */
+  readonly terminating?: boolean;
   /** capture none: the address the sidecar's outbound listeners bind. */
   readonly outboundIp: string;
   /** Where the app really listens, per target port (capture none; sidecar-less workloads). */

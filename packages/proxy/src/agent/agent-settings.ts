@@ -15,6 +15,7 @@ import { constructProxyConfig, durationSeconds, splitHostPort } from './proxy-co
 import { POD_ANNOTATIONS_PATH, POD_LABELS_PATH, readDownwardApiFile } from './pod-info.ts';
 import { envoyLogLevel, type PilotProxyArgs } from './pilot-cli.ts';
 import { parseGoBool } from './metadata-fields.ts';
+import { lifecycleSettings, type LifecycleSettings } from './lifecycle.ts';
 
 /** How the single process reaches istiod: straight from the proxy, no agent UDS hop. */
 export interface XdsTarget {
@@ -43,6 +44,8 @@ export interface AgentSettings {
   readonly extraXdsHeaders: Readonly<Record<string, string>>;
   readonly concurrency: number;
   readonly drainTimeS: number;
+  /** SIGTERM: terminationDrainDuration, EXIT_ON_ZERO_ACTIVE_CONNECTIONS, MINIMUM_DRAIN_DURATION. */
+  readonly lifecycle: LifecycleSettings;
   readonly logLevel: string;
   readonly outlierLogPath: string;
 }
@@ -140,6 +143,11 @@ export function agentSettings({ args, env, interfaces }: SettingsInputs): AgentS
     xds: { host, port, tls }, adminPort: Number(pc.proxyAdminPort), statusPort: Number(pc.statusPort),
     envoyStatusPort, envoyPrometheusPort, clusterId: env.ISTIO_META_CLUSTER_ID ?? '', tokenPath: tokenPathFor(env),
     extraXdsHeaders, concurrency, drainTimeS: durationSeconds(pc, 'drainDuration', 45),
+    // The injector copies proxyMetadata into the container's environment; honour it either way.
+    lifecycle: lifecycleSettings({ ...env, ...proxyMetadata }, {
+      terminationDrainS: durationSeconds(pc, 'terminationDrainDuration', 5), sidecar: type === 'sidecar',
+      ownListenerPorts: [envoyStatusPort, envoyPrometheusPort],
+    }),
     logLevel: envoyLogLevel(args.proxyLogLevel), outlierLogPath: args.outlierLogPath,
   };
 }

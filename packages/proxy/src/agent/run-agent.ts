@@ -13,7 +13,8 @@ import { PILOT_PROXY_HELP, PILOT_USAGE, PILOT_WAIT_HELP, envoyComponentLogLevel,
 import { agentSettings, type AgentSettings } from './agent-settings.ts';
 import { renderBootstrap } from './bootstrap-render.ts';
 import { xdsHeaders } from './xds-credentials.ts';
-import { startStatusServer, type ReadinessSource, type StatusServerOptions } from './status-server.ts';
+import { startStatusServer, type ProxySource, type StatusServerOptions } from './status-server.ts';
+import { AgentLifecycle } from './lifecycle.ts';
 import { parseAppProbers, probeTarget } from './app-probers.ts';
 import { parseScrapeConfig } from './app-metrics.ts';
 import { createAgentMetrics } from './agent-metrics.ts';
@@ -76,10 +77,22 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
     return 1;
   }
   let server: ProxyServer | undefined;
-  let status: Server;
+  let status: Server | undefined;
   let statusOptions: StatusServerOptions;
+  const exit = (code: number): void => {
+    status?.close();
+    void dns?.proxy.close();
+    if (server) void server.shutdown(code); else process.exit(code);
+  };
+  const lifecycle = new AgentLifecycle(settings.lifecycle, () => (server?.state === 'LIVE' || server?.state === 'DRAINING' ? server : undefined), exit);
+  // Installed before the status port and the certificate: a SIGTERM while starting exits 0 at once.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => { void lifecycle.terminate(signal); });
+  const proxySource = (): ProxySource | undefined => {
+    const s = server;
+    return s && { state: s.state, stats: s.stats, xds: s.bootstrap.dynamic !== undefined, collectStats: () => s.collectStats() };
+  };
   try {
-    statusOptions = statusServerOptions(settings, () => server, dns);
+    statusOptions = { ...statusServerOptions(settings, proxySource, dns), lifecycle };
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`Error: ${err.message}\n`);
@@ -100,28 +113,20 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
     status.close();
     return 1;
   }
+  // pilot-agent starts Envoy with --drain-strategy immediate: once draining, every response asks to close.
   const proxyArgs: ProxyArgs = {
     configPath: settings.bootstrapPath, configYaml: '', mode: 'serve', concurrency: settings.concurrency,
-    logLevel: settings.logLevel, drainTimeS: settings.drainTimeS, drainStrategy: 'gradual',
+    logLevel: settings.logLevel, drainTimeS: settings.drainTimeS, drainStrategy: 'immediate',
   };
   const xdsSinks = new Map(dns ? [[TYPE_URL.nameTable, dns.sink]] : []);
   server = new ProxyServer(bootstrap, { ...proxyArgs, reusePort: settings.concurrency > 1, admin: true, xdsHeaders: xdsHeaders(settings), xdsSinks });
-  const running = server;
-  const stop = (): void => {
-    log.info('caught signal, shutting down');
-    status.close();
-    void dns?.proxy.close();
-    void running.shutdown(0);
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
   if (settings.concurrency > 1) await startWorkers(server, proxyArgs);
   else await server.start();
   return -1;
 }
 
 /** 15020's settings from pilot-agent's environment: rewritten app probes, app metrics to merge, the agent's metrics. */
-function statusServerOptions(settings: AgentSettings, proxy: () => ReadinessSource | undefined, dns: AgentDns | undefined): StatusServerOptions {
+function statusServerOptions(settings: AgentSettings, proxy: () => ProxySource | undefined, dns: AgentDns | undefined): StatusServerOptions {
   const env = process.env;
   const sidecar = settings.identity.type === 'sidecar';
   return {

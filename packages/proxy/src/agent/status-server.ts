@@ -1,13 +1,15 @@
 /**
  * The agent's status port (ProxyConfig.statusPort, 15020), as pilot-agent serves it:
  *  - `/healthz/ready`: what the 15021 readiness listener routes to and what the kubelet probes.
- *    Ready means the proxy is LIVE, which (initial_fetch_timeout 0s) it only becomes after the
- *    first CDS and LDS from istiod were applied — pilot-agent's "config received from XDS server";
+ *    Ready once the first CDS and LDS from istiod were applied and the proxy went LIVE with its
+ *    listeners warmed (readiness.ts); not ready while draining;
  *  - `/stats/prometheus` (and `/metrics`): the agent's own metrics, then the proxy's (what 15090
  *    serves), then the application's when ISTIO_PROMETHEUS_ANNOTATIONS asks for them;
  *  - `/app-health/<container>/livez|readyz|startupz` (and `/app-lifecycle/...`): the rewritten
  *    kubelet probes from ISTIO_KUBE_APP_PROBERS, sent on to the app;
- *  - `/debug/ndsz`: the DNS name table (localhost only).
+ *  - `/debug/ndsz`: the DNS name table (localhost only);
+ *  - POST `/quitquitquit` (localhost only): exit without draining, for a job whose work is done;
+ *    POST `/drain` (localhost only): start draining the inbound listeners and keep running.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { ProxyServer } from '../server.ts';
@@ -16,24 +18,25 @@ import { probeGrpc, probeHttp, probeTcp, type AppProber, type ProbeResult, type 
 import { scrapeApp, type ScrapeTarget } from './app-metrics.ts';
 import type { AgentMetrics } from './agent-metrics.ts';
 import { canonicalIp } from '../core/canonical-ip.ts';
+import { ReadinessProbe, type ReadinessSource } from './readiness.ts';
 
-export interface ReadinessSource {
-  readonly state: string;
+export interface ProxySource extends ReadinessSource {
   collectStats: ProxyServer['collectStats'];
 }
 
-export function readiness(server: ReadinessSource | undefined): { ready: boolean; reason: string } {
-  if (!server) return { ready: false, reason: 'proxy not started' };
-  if (server.state === 'LIVE') return { ready: true, reason: '' };
-  if (server.state === 'DRAINING') return { ready: false, reason: 'server is draining' };
-  return { ready: false, reason: `config not received from XDS server (is Istiod running?): server state ${server.state}` };
+/** The agent's lifecycle hooks behind /quitquitquit and /drain. */
+export interface LifecycleHooks {
+  readonly draining: boolean;
+  quit(): void;
+  drain(): void;
 }
 
 export interface StatusServerOptions {
   readonly port: number;
   /** Listen address ('' = all interfaces, as pilot-agent does). */
   readonly host?: string;
-  readonly proxy: () => ReadinessSource | undefined;
+  readonly proxy: () => ProxySource | undefined;
+  readonly lifecycle?: LifecycleHooks;
   readonly probers?: ReadonlyMap<string, AppProber>;
   readonly probeTarget?: ProbeTarget;
   readonly scrapeTargets?: readonly ScrapeTarget[];
@@ -83,15 +86,28 @@ async function appProbe(o: StatusServerOptions, path: string, req: IncomingMessa
   res.writeHead(r.status).end(r.body);
 }
 
+/** POST-only, localhost-only lifecycle endpoints (pilot-agent checks the address first). */
+function lifecycleRequest(req: IncomingMessage, res: ServerResponse, action: (() => void) | undefined): void {
+  if (!isLocal(req)) { res.writeHead(403, { 'content-type': 'text/plain' }).end('Only requests from localhost are allowed\n'); return; }
+  if (req.method !== 'POST') { res.writeHead(405, { 'content-type': 'text/plain' }).end('Method Not Allowed\n'); return; }
+  if (!action) { res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n'); return; }
+  // Answer first: the action may end the process.
+  res.once('finish', action);
+  res.writeHead(200, { 'content-type': 'text/plain' }).end('OK');
+}
+
 export function startStatusServer(o: StatusServerOptions): Promise<Server> {
+  const probe = new ReadinessProbe();
   const srv = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz/ready') {
-      const r = readiness(o.proxy());
+      const r = probe.check(o.proxy(), o.lifecycle?.draining ?? false);
       res.writeHead(r.ready ? 200 : 503, { 'content-type': 'text/plain' });
       res.end(r.reason);
       return;
     }
+    if (path === '/quitquitquit') { lifecycleRequest(req, res, o.lifecycle && (() => o.lifecycle?.quit())); return; }
+    if (path === '/drain') { lifecycleRequest(req, res, o.lifecycle && (() => o.lifecycle?.drain())); return; }
     if (path === '/stats/prometheus' || path === '/metrics') {
       mergedStats(o, req, res).catch((err: Error) => { if (!res.headersSent) res.writeHead(500); res.end(err.message); });
       return;
