@@ -18,7 +18,7 @@ import { simpleHttp } from './lib/config.ts';
 import { startTestAds, type TestAds } from './lib/ads-server.ts';
 import { exitWithin, startAgent, type RunningAgent } from './lib/agent.ts';
 import { xdsCluster, xdsHttpListener } from './lib/agent-config.ts';
-import { TYPE_URL } from '../packages/proxy/src/xds/discovery.ts';
+import { TYPE_URL } from '@skua/proxy/xds';
 
 const BYTES = 1 << 20;
 const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');

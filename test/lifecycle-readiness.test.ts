@@ -15,7 +15,7 @@ import { startTestAds, type TestAds } from './lib/ads-server.ts';
 import { startAgent, type RunningAgent } from './lib/agent.ts';
 import { xdsCluster, xdsHttpListener, xdsRoute } from './lib/agent-config.ts';
 import { adsBootstrap } from './lib/controlplane.ts';
-import { TYPE_URL } from '../packages/proxy/src/xds/discovery.ts';
+import { TYPE_URL } from '@skua/proxy/xds';
 
 /** `skua-proxy wait` running in the background (as the kubelet runs a postStart hook). */
 function startWait(args: readonly string[]): { done: Promise<CliResult>; exited(): boolean } {
