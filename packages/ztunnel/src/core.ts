@@ -1,0 +1,16 @@
+/**
+ * Everything skua-ztunnel takes from the shared core (@skua/proxy), in one place: when the core's
+ * export map changes, only this file follows it.
+ */
+export { ConfigError } from '@skua/proxy/core/errors.ts';
+export { log, setLogLevel } from '@skua/proxy/core/log.ts';
+export { contains, formatWords, isIp, parseCidrText, parseIpInto, sameIp, type CidrRange } from '@skua/proxy/core/cidr.ts';
+export type { AuthzFacts } from '@skua/proxy/policy/facts.ts';
+export {
+  compileIstioAuthorization, decideIstio, peerIdentity,
+  type CompiledIstioPolicy, type IstioAuthorization, type IstioDecision, type IstioMatch, type IstioStringMatch, type PeerIdentity,
+} from '@skua/proxy/policy/istio-authz.ts';
+export { decodeResource } from '@skua/proxy/xds/decode.ts';
+export { encodeResource } from '@skua/proxy/xds/encode.ts';
+export { TYPE_URL } from '@skua/proxy/xds/discovery.ts';
+export type { XdsHandler, XdsRejection, XdsUpdate } from '@skua/proxy/xds/types.ts';
