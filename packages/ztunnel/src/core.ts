@@ -4,7 +4,6 @@
  */
 export { ConfigError } from '@skua/proxy/core/errors.ts';
 export { log, setLogLevel } from '@skua/proxy/core/log.ts';
-export { contains, formatWords, isIp, parseCidrText, parseIpInto, sameIp, type CidrRange } from '@skua/proxy/core/cidr.ts';
 export type { AuthzFacts } from '@skua/proxy/policy/facts.ts';
 export {
   compileIstioAuthorization, decideIstio, peerIdentity,

@@ -148,5 +148,13 @@ describe('WDS updates', () => {
     assert.equal(state.bestServiceByHostname('db.example.com', 'x')?.namespace, 'b');
     h.apply(update(TYPE_URL.address, [], ['a/db.example.com', 'b/db.example.com']));
     assert.equal(state.bestServiceByVip('', '240.0.0.1', 'x'), undefined);
+    // CIDR VIPs (a prefix length shorter than the address): the most specific one wins.
+    const range = (name: string, base: string, length: number): Json => ({
+      '@type': TYPE_URL.address, service: { name, namespace: 'x', hostname: `${name}.example.com`, addresses: [{ address: ip(base), length }], ports: [{ service_port: 80, target_port: 80 }] },
+    });
+    h.apply(update(TYPE_URL.address, [range('wide', '10.200.0.0', 16), range('narrow', '10.200.3.0', 24)]));
+    assert.equal(state.bestServiceByVip('', '10.200.3.4', 'x')?.name, 'narrow');
+    assert.equal(state.bestServiceByVip('', '10.200.9.4', 'x')?.name, 'wide');
+    assert.equal(state.bestServiceByVip('', '10.201.0.1', 'x'), undefined);
   });
 });

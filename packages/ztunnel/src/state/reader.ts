@@ -3,16 +3,22 @@
  * ConfigError naming the field (`workloads[2].workloadIps[0]: ...`). Unknown keys are refused
  * when the caller lists the known ones (ztunnel's deny_unknown_fields).
  */
-import { ConfigError, formatWords, parseIpInto } from '../core.ts';
+import { isIP } from 'node:net';
+import { ConfigError } from '../core.ts';
 
 type Json = Record<string, unknown>;
 
-const WORDS = new Uint32Array(4);
-
-/** Canonical text of an IP address, or undefined when it is not one. */
+/** Canonical text of an IP address (IPv6 compressed, IPv4-mapped as IPv4), or undefined when it is not one. */
 export function canonicalIp(text: string): string | undefined {
-  const family = parseIpInto(text, WORDS);
-  return family === 0 ? undefined : formatWords(family, WORDS);
+  const family = isIP(text);
+  if (family === 4) return text;
+  if (family !== 6) return undefined;
+  const v6 = new URL(`http://[${text}]/`).hostname.slice(1, -1);
+  // WHATWG writes an IPv4-mapped address as ::ffff:a00:1.
+  const m = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(v6);
+  if (!m) return v6;
+  const hi = parseInt(m[1], 16), lo = parseInt(m[2], 16);
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
 /** Raw IP bytes (base64 in proto-JSON) → canonical text. */

@@ -4,7 +4,8 @@
  * hostname, by VIP and CIDR VIP; endpoints per service; policies by key and namespace). Updated by
  * WDS or the local config file; listeners hear what changed (live policy, workload removal).
  */
-import { compileIstioAuthorization, contains, parseCidrText, type CidrRange, type CompiledIstioPolicy } from '../core.ts';
+import { BlockList } from 'node:net';
+import { compileIstioAuthorization, type CompiledIstioPolicy } from '../core.ts';
 import {
   hostKey, networkKey, policyKey, type Authorization, type Endpoint, type Service, type Workload,
 } from './model.ts';
@@ -33,7 +34,7 @@ export class ProxyState {
   readonly servicesByKey = new Map<string, Service>();
   private readonly servicesByHostname = new Map<string, Service[]>();
   private readonly servicesByVip = new Map<string, Service[]>();
-  private cidrVips: Array<{ readonly network: string; readonly range: CidrRange; readonly service: Service }> = [];
+  private cidrVips: Array<{ readonly network: string; readonly range: BlockList; readonly length: number; readonly service: Service }> = [];
   /** Service key → workload uid → endpoint (kept even before the service arrives, as ztunnel stages them). */
   private readonly endpoints = new Map<string, Map<string, Endpoint>>();
   private readonly policies = new Map<string, PolicyEntry>();
@@ -86,7 +87,11 @@ export class ProxyState {
     this.servicesByKey.set(key, s);
     pushTo(this.servicesByHostname, s.hostname, s);
     for (const v of s.vips) pushTo(this.servicesByVip, networkKey(v.network, v.address), s);
-    for (const c of s.cidrVips) this.cidrVips.push({ network: c.network, range: parseCidrText(`${c.address}/${c.length}`, 'cidr_vips'), service: s });
+    for (const c of s.cidrVips) {
+      const range = new BlockList();
+      range.addSubnet(c.address, c.length, c.address.includes(':') ? 'ipv6' : 'ipv4');
+      this.cidrVips.push({ network: c.network, range, length: c.length, service: s });
+    }
     this.version++;
   }
 
@@ -195,9 +200,9 @@ export class ProxyState {
     if (exact) return exact;
     let best: { service: Service; len: number } | undefined;
     for (const c of this.cidrVips) {
-      if (c.network !== network || !contains(c.range, ip)) continue;
+      if (c.network !== network || !c.range.check(ip, ip.includes(':') ? 'ipv6' : 'ipv4')) continue;
       if (clientNamespace !== undefined && c.service.visibility === 'Namespace' && c.service.namespace !== clientNamespace) continue;
-      if (!best || c.range.prefixLen > best.len) best = { service: c.service, len: c.range.prefixLen };
+      if (!best || c.length > best.len) best = { service: c.service, len: c.length };
     }
     return best?.service;
   }
