@@ -13,3 +13,4 @@ export { decodeResource } from '@skua/proxy/xds/decode.ts';
 export { encodeResource } from '@skua/proxy/xds/encode.ts';
 export { TYPE_URL } from '@skua/proxy/xds/discovery.ts';
 export type { XdsHandler, XdsRejection, XdsUpdate } from '@skua/proxy/xds/types.ts';
+export { parseGoDuration } from '@skua/proxy/tls/identity-env.ts';
