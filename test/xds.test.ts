@@ -132,15 +132,19 @@ for (const delta of [false, true]) {
           if (r?.status === 200) ok++; else failed++;
         }
       })();
-      await sleep(300);
-      await cp.kill();
-      await eventually('the proxy sees the control plane gone', async () => (await proxy.stat('control_plane.connected_state')) === 0);
-      await sleep(500);
-      cp.write('routes', [routeRes('r1', 'backend', 'v3')]);
-      await cp.restart();
-      await eventually('re-sync after restart', async () => (await request(`http://127.0.0.1:${port}/x`)).headers['x-route-version'] === 'v3', 20_000);
-      stop = true;
-      await load;
+      try {
+        await sleep(300);
+        await cp.kill();
+        await eventually('the proxy sees the control plane gone', async () => (await proxy.stat('control_plane.connected_state')) === 0);
+        await sleep(500);
+        cp.write('routes', [routeRes('r1', 'backend', 'v3')]);
+        await cp.restart();
+        await eventually('re-sync after restart', async () => (await request(`http://127.0.0.1:${port}/x`)).headers['x-route-version'] === 'v3', 20_000);
+      } finally {
+        // A failed wait must not leave the load running for the rest of the file.
+        stop = true;
+        await load;
+      }
       assert.equal(failed, 0, `${failed} of ${ok + failed} requests failed`);
       assert.ok(ok > 20, `only ${ok} requests completed`);
     });

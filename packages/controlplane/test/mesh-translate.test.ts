@@ -161,7 +161,7 @@ describe('mesh translation vs istiod shapes', () => {
 });
 
 /** Encodes a node's resources as the control plane serves them and applies them as the proxy would (not bound). */
-function applyAsProxy(mesh: Mesh, nodeId: string): Map<string, string> {
+async function applyAsProxy(mesh: Mesh, nodeId: string): Promise<Map<string, string>> {
   const groups = meshGroups('mesh', translateMesh(mesh));
   const store = new StatsStore();
   const clusters = new ClusterManager(store);
@@ -173,7 +173,7 @@ function applyAsProxy(mesh: Mesh, nodeId: string): Map<string, string> {
       if (!g.nodes.all && !g.nodes.exact.has(nodeId)) continue;
       for (const r of g.byType.get(typeUrl)?.values() ?? []) decoded.push({ name: r.name, version: r.version, json: decodeResource(r.any) });
     }
-    const rejected = new Map(dynamic.apply({ typeUrl, version: 'v1', resources: decoded, removed: [], full: false }).map((x) => [x.name, x.message]));
+    const rejected = new Map((await dynamic.apply({ typeUrl, version: 'v1', resources: decoded, removed: [], full: false })).map((x) => [x.name, x.message]));
     for (const r of decoded) results.set(`${typeUrl.slice(typeUrl.lastIndexOf('.') + 1)} ${r.name}`, rejected.get(r.name) ?? 'ACK');
   }
   for (const c of clusters.all()) c.close();
@@ -181,13 +181,13 @@ function applyAsProxy(mesh: Mesh, nodeId: string): Map<string, string> {
 }
 
 describe('translated config through the proxy xDS layer', () => {
-  test('every mTLS mode and capture: all ACKed, the inbound clusters\' 127.0.0.6 bind under iptables included', () => {
+  test('every mTLS mode and capture: all ACKed, the inbound clusters\' 127.0.0.6 bind under iptables included', async () => {
     for (const mtls of ['DISABLE', 'PERMISSIVE', 'STRICT']) {
       for (const capture of ['iptables', 'none']) {
         const doc = parse(MESH) as Json;
         doc.mesh = { mtls, capture };
         if (capture === 'none') for (const [i, w] of (doc.workloads as Json[]).entries()) w.outbound_ip = `127.0.1.${i + 1}`;
-        const results = applyAsProxy(parseMesh(doc), 'sidecar~10.244.0.50~httpbin-a.default~default.svc.cluster.local');
+        const results = await applyAsProxy(parseMesh(doc), 'sidecar~10.244.0.50~httpbin-a.default~default.svc.cluster.local');
         assert.ok(results.size > 20, `${results.size} resources`);
         for (const [k, v] of results) assert.equal(v, 'ACK', `${mtls} ${capture}: ${k}`);
         if (capture === 'iptables') assert.ok([...results.keys()].some((k) => k.startsWith('Cluster inbound|')), 'inbound clusters were checked');

@@ -7,7 +7,7 @@ import { DynamicConfig, type ExtraTypeSink } from './xds/dynamic-config.ts';
 import { AdsClient } from './xds/ads-client.ts';
 import { adsTransport } from './xds/bootstrap-ads.ts';
 import { Msg } from './config/fields.ts';
-import type { XdsUpdate } from './xds/types.ts';
+import type { XdsRejection, XdsUpdate } from './xds/types.ts';
 import { startAdmin } from './admin/server.ts';
 import { log } from './core/log.ts';
 import { setLocalNode } from './core/node.ts';
@@ -69,8 +69,10 @@ export class ProxyServer {
   /** Stats for admin: this thread's store, or all workers' merged (set by startWorkers). */
   collectStats: () => Promise<StatsStore> = () => Promise.resolve(this.stats);
   private admin: Server | undefined;
-  /** Set by startWorkers: hands each xDS update to the worker threads. */
+  /** Set by startWorkers: hands each xDS update (as the main thread applied it) to the worker threads. */
   onXdsUpdate: ((update: XdsUpdate) => void) | undefined;
+  /** Set by startWorkers: a subscription's initial fetch timed out on the main thread. */
+  onFetchTimeout: ((key: string) => void) | undefined;
 
   constructor(bootstrap: BootstrapConfig, options: ServerOptions) {
     this.bootstrap = bootstrap;
@@ -112,11 +114,14 @@ export class ProxyServer {
     dynamic.gauges = (name, value) => this.stats.gauge(name).set(value);
     dynamic.counters = (name) => this.stats.counter(name).inc();
     this.dynamic = dynamic;
-    // Workers get every secret from the main thread's store (workers.ts), ADS-pushed ones included.
-    if (this.options.xdsFollower) return;
+    // Workers get every secret from the main thread's store (workers.ts), ADS-pushed ones included;
+    // they time no fetches and bind no probes: the main thread decides and forwards.
+    if (this.options.xdsFollower) { dynamic.fetchTimers.enabled = false; return; }
     this.applyUnknownFieldPolicy();
     dynamic.setSink(TYPE_URL.secret, { apply: (name, json) => { secrets.update(name, json); }, remove: (name) => secrets.remove(name) });
     for (const [typeUrl, sink] of this.options.xdsSinks ?? []) dynamic.setSink(typeUrl, sink);
+    dynamic.bindCheck = (config) => this.listeners.checkBind(config);
+    dynamic.onFetchTimeout = (key) => this.onFetchTimeout?.(key);
     const cluster = this.bootstrap.clusters.find((c) => c.name === dr.clusterName)!;
     const transport = adsTransport(new Msg(cluster.source, `static_resources.clusters[${cluster.name}]`), dr.authority);
     const node = this.bootstrap.source.node as Record<string, unknown> | undefined ?? {};
@@ -126,24 +131,17 @@ export class ProxyServer {
       node: { user_agent_name: 'envoy', user_agent_version: `skua-${VERSION}`, ...node }, delta: dr.delta,
     }, {
       interest: (typeUrl) => dynamic.interest(typeUrl),
-      apply: (update) => {
-        const rejections = dynamic.apply(update);
-        this.onXdsUpdate?.(update);
+      apply: async (update) => {
+        const rejections = await dynamic.apply(update);
+        this.onXdsUpdate?.(asApplied(update, rejections));
         return rejections;
       },
     }, this.stats);
     this.ads = ads;
+    dynamic.interestChanged = () => ads.resubscribe();
     ads.start();
-    let timer: NodeJS.Timeout | undefined;
-    if (dr.initialFetchTimeoutMs > 0) {
-      timer = setTimeout(() => {
-        log.warn(`xDS: initial fetch timed out after ${dr.initialFetchTimeoutMs} ms; going live with what arrived`);
-        dynamic.giveUpInitialFetch();
-        ads.resubscribe();
-      }, dr.initialFetchTimeoutMs);
-    }
+    dynamic.startInitialFetch(dr.cdsInitialFetchTimeoutMs, dr.ldsInitialFetchTimeoutMs);
     await dynamic.initialized;
-    clearTimeout(timer);
   }
 
   /** Envoy's dynamic validation visitor: count every unknown field, log each distinct one once. */
@@ -243,6 +241,18 @@ export class ProxyServer {
     this.admin?.close();
     process.exit(code);
   }
+}
+
+/**
+ * An update as the main thread applied it, for the workers: what it refused (a listener that
+ * could not bind, ...) is refused there too, so every thread serves the same config.
+ */
+function asApplied(u: XdsUpdate, rejections: readonly XdsRejection[]): XdsUpdate {
+  const known = new Set((u.refused ?? []).map((r) => r.name));
+  const extra = rejections.filter((r) => !known.has(r.name));
+  if (extra.length === 0) return u;
+  const names = new Set(extra.map((r) => r.name));
+  return { ...u, resources: u.resources.filter((r) => !names.has(r.name)), refused: [...(u.refused ?? []), ...extra] };
 }
 
 /** How often a drain re-checks connections: a twentieth of the drain time, within 50 ms .. 1 s. */

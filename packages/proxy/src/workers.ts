@@ -91,6 +91,7 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
   };
   // Only the main thread talks to the control plane; workers apply the same updates.
   server.onXdsUpdate = (update) => { for (const w of workers) w.postMessage({ xds: update }); };
+  server.onFetchTimeout = (key) => { for (const w of workers) w.postMessage({ fetchTimeout: key }); };
   server.drainWorkers = (ms) => Promise.all(workers.map((w) => new Promise<void>((resolve) => {
     w.once('exit', () => resolve());
     w.postMessage({ drain: ms });
@@ -107,13 +108,19 @@ async function runWorker(): Promise<void> {
     const bootstrap = compileBootstrap(loadBootstrapSource(data.configPath || undefined, data.configYaml || undefined), { unknownFields: 'skip' });
     const server = new ProxyServer(bootstrap, { concurrency: 1, drainTimeS: 0, drainStrategy: 'gradual', configPath: data.configPath, configYaml: data.configYaml, logLevel: data.logLevel, reusePort: true, admin: false, xdsFollower: true });
     await server.start();
-    parentPort!.on('message', (m: string | { xds: XdsUpdate } | { secret: string; raw: Record<string, unknown> | null } | { drain: number }) => {
+    // Updates apply one at a time, in the order the main thread applied them.
+    let applying: Promise<unknown> = Promise.resolve();
+    type Message = string | { xds: XdsUpdate } | { fetchTimeout: string } | { secret: string; raw: Record<string, unknown> | null } | { drain: number };
+    parentPort!.on('message', (m: Message) => {
       if (m === 'stats') parentPort!.postMessage({ stats: snapshot(server.stats) });
       else if (typeof m === 'object' && 'drain' in m) {
         // The main thread's drain settings; this thread's own connections decide when it is done.
         void server.drainAndExit(m.drain);
+      } else if (typeof m === 'object' && 'xds' in m) {
+        applying = applying.then(() => server.dynamic?.apply(m.xds)).catch((err: Error) => log.error(`worker ${data.index}: xDS update: ${err.message}`));
+      } else if (typeof m === 'object' && 'fetchTimeout' in m) {
+        applying = applying.then(() => server.dynamic?.expireFetch(m.fetchTimeout));
       }
-      else if (typeof m === 'object' && 'xds' in m) server.dynamic?.apply(m.xds);
       else if (typeof m === 'object' && 'secret' in m) {
         try {
           if (m.raw) secrets.update(m.secret, m.raw); else secrets.remove(m.secret);

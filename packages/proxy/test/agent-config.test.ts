@@ -144,7 +144,8 @@ describe('agent settings and the rendered bootstrap', () => {
     const b = renderBootstrap(s) as Json;
     const compiled = compileBootstrap(structuredClone(b));
     assert.equal(compiled.dynamic?.delta, true);
-    assert.equal(compiled.dynamic?.initialFetchTimeoutMs, 0);
+    assert.equal(compiled.dynamic?.cdsInitialFetchTimeoutMs, 0);
+    assert.equal(compiled.dynamic?.ldsInitialFetchTimeoutMs, 0);
     const xds = b.static_resources.clusters.find((c: Json) => c.name === 'xds-grpc');
     assert.equal(xds.type, 'STRICT_DNS');
     assert.deepEqual(xds.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address, { protocol: 'TCP', address: 'istiod.istio-system.svc', port_value: 15012 });

@@ -74,7 +74,7 @@ export async function acceptedByProxy(config: MeshConfig): Promise<void> {
         for (const r of g.byType.get(typeUrl)?.values() ?? []) decoded.push({ name: r.name, version: r.version, json: decodeResource(r.any) });
       }
       count += decoded.length;
-      for (const x of dynamic.apply({ typeUrl, version: 'v1', resources: decoded, removed: [], full: false })) {
+      for (const x of await dynamic.apply({ typeUrl, version: 'v1', resources: decoded, removed: [], full: false })) {
         if (x.name.startsWith('inbound|') && x.message === 'upstream_bind_config: is not supported yet') continue;
         assert.fail(`${nodeId}: ${x.name}: ${x.message}`);
       }

@@ -1,9 +1,11 @@
 /**
  * Every listener of the proxy by name, static (bootstrap) and dynamic (LDS). An LDS update of
  * a listener on the same address keeps its socket and swaps the config (old connections drain);
- * a changed address or a removal stops the old socket and drains its connections.
+ * a changed address binds the new socket first and only then drains the old one, so a listener
+ * that cannot bind leaves the old one serving; a removal stops the socket and drains.
  */
 import { ActiveListener } from './active.ts';
+import { bindError, probeBind } from './bind-check.ts';
 import type { ListenerConfig } from './config.ts';
 import type { ClusterManager } from '../upstream/manager.ts';
 import type { StatsStore } from '../stats/store.ts';
@@ -17,6 +19,9 @@ export class ListenerManager {
   private readonly reusePort: boolean;
   /** Sockets are bound only once the server starts (Envoy's init manager), then on every add. */
   private started = false;
+  /** Per name, the latest addOrUpdate (unique across names): an older one that finishes binding later must not win. */
+  private readonly generation = new Map<string, number>();
+  private lastGeneration = 0;
 
   constructor(clusters: ClusterManager, store: StatsStore, reusePort: boolean) {
     this.clusters = clusters;
@@ -40,8 +45,14 @@ export class ListenerManager {
     return this.byName.size;
   }
 
-  /** Adds a listener or updates the one of that name; binds it if the manager has started. */
+  /**
+   * Adds a listener or updates the one of that name; binds it if the manager has started. A new
+   * socket is bound before the old listener drains: if binding fails this rejects ("cannot bind
+   * ...") and the old listener, if any, keeps serving.
+   */
   async addOrUpdate(config: ListenerConfig): Promise<void> {
+    const gen = ++this.lastGeneration;
+    this.generation.set(config.name, gen);
     const old = this.byName.get(config.name);
     if (old && sameAddress(old.config, config)) {
       old.update(config);
@@ -49,14 +60,33 @@ export class ListenerManager {
       return;
     }
     const l = new ActiveListener(config, this.clusters, this.store, this.redirect);
-    if (old) this.removeListener(old);
+    if (this.started && (config.bindToPort || config.internal)) {
+      try {
+        await l.listen(this.reusePort);
+      } catch (e) {
+        l.close();
+        throw bindError(config, e as Error);
+      }
+      if (this.generation.get(config.name) !== gen) { l.close(); return; }
+    }
+    const current = this.byName.get(config.name);
+    if (current) this.removeListener(current);
     this.byName.set(config.name, l);
     this.byAddress.set(addressKey(config), l);
     this.publish();
-    if (this.started && (config.bindToPort || config.internal)) await l.listen(this.reusePort);
+  }
+
+  /**
+   * Resolves if `config` can take its address: it is already ours (an update in place) or a
+   * socket binds there now. Rejects with Envoy's "cannot bind" message otherwise.
+   */
+  async checkBind(config: ListenerConfig): Promise<void> {
+    if (!config.bindToPort || config.internal || config.address.port === 0 || this.byAddress.has(addressKey(config))) return;
+    await probeBind(config, this.reusePort);
   }
 
   remove(name: string): void {
+    this.generation.delete(name);
     const l = this.byName.get(name);
     if (l) this.removeListener(l);
     this.publish();

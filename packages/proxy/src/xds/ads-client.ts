@@ -2,10 +2,12 @@
  * The aggregated xDS stream (ADS) over @grpc/grpc-js: one bidirectional stream carrying
  * every type, State-of-the-World or Delta. On a broken stream it reconnects with
  * jittered exponential back-off; the config layer keeps serving the last good config.
+ * Responses are handled one at a time, in order: applying one may wait for listeners to bind,
+ * and its ACK/NACK goes out only then.
  */
 import { Client, Metadata, type ChannelCredentials, type ClientDuplexStream } from '@grpc/grpc-js';
 import { DELTA_METHOD, SOTW_METHOD, TYPE_URL } from './discovery.ts';
-import { DeltaProtocol, SotwProtocol, type AdsProtocol, type ProtocolEvents, type TypeState } from './ads-protocol.ts';
+import { DeltaProtocol, MalformedResponse, SotwProtocol, type AdsProtocol, type ProtocolEvents, type TypeState } from './ads-protocol.ts';
 import type { XdsHandler } from './types.ts';
 import type { StatsStore } from '../stats/store.ts';
 import { log } from '../core/log.ts';
@@ -26,6 +28,9 @@ export interface AdsClientOptions {
   readonly backoffMaxMs?: number;
 }
 
+/** Responses read ahead of the one being applied before the stream stops reading. */
+const MAX_QUEUED_RESPONSES = 8;
+
 /** Envoy's stat prefixes for each subscription. */
 const STAT_PREFIX: Record<string, string> = {
   [TYPE_URL.cluster]: 'cluster_manager.cds', [TYPE_URL.listener]: 'listener_manager.lds',
@@ -41,6 +46,8 @@ export class AdsClient {
   private call: ClientDuplexStream<Buffer, Buffer> | undefined;
   private protocol: AdsProtocol | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
+  /** The tail of the work queue: stream opens, responses and resubscriptions run in order. */
+  private work: Promise<void> = Promise.resolve();
   private failures = 0;
   private stopped = false;
   /** Set when the control plane's last message on this stream was a response (healthy stream). */
@@ -70,8 +77,14 @@ export class AdsClient {
 
   /** The config layer's interest changed (new EDS clusters, new RDS names): tell the server. */
   resubscribe(): void {
-    if (!this.call || !this.protocol) return;
-    for (const b of this.protocol.resubscribe()) this.call.write(b);
+    this.enqueue(() => {
+      if (!this.call || !this.protocol) return;
+      for (const b of this.protocol.resubscribe()) this.call.write(b);
+    });
+  }
+
+  private enqueue(task: () => void | Promise<void>): void {
+    this.work = this.work.then(task).catch((e: Error) => log.error(`xDS: ${e.message}`));
   }
 
   private connect(): void {
@@ -97,41 +110,67 @@ export class AdsClient {
         log.warn(`xDS: rejected ${typeUrl.slice(typeUrl.lastIndexOf('.') + 1)} update: ${message}`);
       },
     };
-    const protocol = this.opts.delta
-      ? new DeltaProtocol(this.handler, this.states, this.opts.node, events)
-      : new SotwProtocol(this.handler, this.states, this.opts.node, events);
-    this.protocol = protocol;
+    // Built in the queue: a new stream resets per-stream state, which a response still being
+    // applied on the old stream must not see half-way.
+    let protocol: AdsProtocol | undefined;
+    this.enqueue(() => {
+      if (this.call !== call) return;
+      protocol = this.opts.delta
+        ? new DeltaProtocol(this.handler, this.states, this.opts.node, events)
+        : new SotwProtocol(this.handler, this.states, this.opts.node, events);
+      this.protocol = protocol;
+      for (const b of protocol.open()) call.write(b);
+    });
+    // Responses wait their turn here; past a few, stop reading (HTTP/2 flow control holds the rest
+    // at the server), so a server flooding responses cannot grow this queue without bound.
+    let queued = 0;
     call.on('data', (bytes: Buffer) => {
       if (this.call !== call) return;
-      this.failures = 0;
       this.setConnected(true);
-      let out: Buffer[];
-      try {
-        out = protocol.onResponse(bytes);
-      } catch (e) {
-        log.error(`xDS: cannot handle a response: ${(e as Error).message}`);
-        return;
-      }
-      for (const b of out) call.write(b);
+      if (++queued >= MAX_QUEUED_RESPONSES) call.pause();
+      this.enqueue(async () => {
+        try {
+          await this.handle(call, protocol, bytes);
+        } finally {
+          if (--queued === 0) call.resume();
+        }
+      });
     });
-    const broken = (why: string): void => {
-      if (this.call !== call) return;
-      this.call = undefined;
-      this.protocol = undefined;
-      this.setConnected(false);
-      if (this.stopped) return;
-      this.failures++;
-      // Envoy's back-off: exponential from 500 ms to 30 s, fully jittered.
-      const base = this.opts.backoffBaseMs ?? 500;
-      const cap = Math.min(this.opts.backoffMaxMs ?? 30_000, base * 2 ** Math.min(this.failures - 1, 16));
-      const delay = Math.max(base / 2, Math.random() * cap);
-      log.warn(`xDS: stream to ${this.opts.target} closed (${why}); retrying in ${Math.round(delay)} ms`);
-      this.retryTimer = setTimeout(() => this.connect(), delay);
-      this.retryTimer.unref();
-    };
-    call.on('error', (e: Error) => broken(e.message));
-    call.on('end', () => broken('stream ended'));
-    for (const b of protocol.open()) call.write(b);
+    call.on('error', (e: Error) => this.broken(call, e.message));
+    call.on('end', () => this.broken(call, 'stream ended'));
+  }
+
+  private async handle(call: ClientDuplexStream<Buffer, Buffer>, protocol: AdsProtocol | undefined, bytes: Buffer): Promise<void> {
+    if (this.call !== call || !protocol) return;
+    let out: Buffer[];
+    try {
+      out = await protocol.onResponse(bytes);
+      this.failures = 0;
+    } catch (e) {
+      if (!(e instanceof MalformedResponse)) throw e;
+      // Envoy's gRPC client resets a stream whose message does not parse; the next one starts afresh.
+      this.broken(call, e.message);
+      call.cancel();
+      return;
+    }
+    if (this.call !== call) return;
+    for (const b of out) call.write(b);
+  }
+
+  private broken(call: ClientDuplexStream<Buffer, Buffer>, why: string): void {
+    if (this.call !== call) return;
+    this.call = undefined;
+    this.protocol = undefined;
+    this.setConnected(false);
+    if (this.stopped) return;
+    this.failures++;
+    // Envoy's back-off: exponential from 500 ms to 30 s, fully jittered.
+    const base = this.opts.backoffBaseMs ?? 500;
+    const cap = Math.min(this.opts.backoffMaxMs ?? 30_000, base * 2 ** Math.min(this.failures - 1, 16));
+    const delay = Math.max(base / 2, Math.random() * cap);
+    log.warn(`xDS: stream to ${this.opts.target} closed (${why}); retrying in ${Math.round(delay)} ms`);
+    this.retryTimer = setTimeout(() => this.connect(), delay);
+    this.retryTimer.unref();
   }
 
   private setConnected(up: boolean): void {

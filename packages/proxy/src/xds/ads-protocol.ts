@@ -3,14 +3,26 @@
  * response bytes and produce request bytes. Versions and nonces live in `TypeState`,
  * which survives reconnects (a new stream resumes from the last accepted versions).
  */
-import { decodeResource } from './decode.ts';
 import {
-  decodeDeltaResponse, decodeSotwResponse, encodeDeltaRequest, encodeSotwRequest, type AnyBytes,
+  decodeDeltaResponse, decodeSotwResponse, encodeDeltaRequest, encodeSotwRequest,
 } from './discovery.ts';
-import { nackMessage, resourceName, SOTW_FULL_STATE, SUBSCRIBE_ORDER, type XdsHandler, type XdsResource, type XdsRejection } from './types.ts';
+import { screenResponse, type Screened } from './screen.ts';
+import { nackMessage, SOTW_FULL_STATE, SUBSCRIBE_ORDER, type XdsHandler, type XdsRejection } from './types.ts';
+import { log } from '../core/log.ts';
 
 type Json = Record<string, unknown>;
 const INVALID_ARGUMENT = 3;
+
+/** Bytes that are not a DiscoveryResponse at all: the client resets the stream (Envoy's gRPC client closes it, INTERNAL). */
+export class MalformedResponse extends Error {}
+
+function parse<T>(decode: (bytes: Uint8Array) => T, bytes: Uint8Array, what: string): T {
+  try {
+    return decode(bytes);
+  } catch (e) {
+    throw new MalformedResponse(`cannot decode a ${what} (${bytes.length} bytes): ${(e as Error).message}`);
+  }
+}
 
 /** What the client remembers per type across streams. */
 export interface TypeState {
@@ -39,26 +51,13 @@ export interface ProtocolEvents {
 export interface AdsProtocol {
   /** The first requests on a new stream (node on the first one). */
   open(): Buffer[];
-  /** A response arrived: apply it and return the ACK/NACK plus any follow-up subscription changes. */
-  onResponse(bytes: Buffer): Buffer[];
+  /**
+   * A response arrived: apply it and return the ACK/NACK plus any follow-up subscription changes.
+   * Throws MalformedResponse for bytes that are not a response (the stream is then reset).
+   */
+  onResponse(bytes: Buffer): Promise<Buffer[]>;
   /** Re-evaluate subscriptions (a handler's interest changed): requests to send now. */
   resubscribe(): Buffer[];
-}
-
-function decodeAll(typeUrl: string, items: ReadonlyArray<{ name?: string; version: string; any: AnyBytes }>, rejections: XdsRejection[]): XdsResource[] {
-  const out: XdsResource[] = [];
-  for (const [i, it] of items.entries()) {
-    try {
-      if (it.any.type_url !== typeUrl) throw new Error(`resource type ${it.any.type_url} does not match the response type ${typeUrl}`);
-      const json = decodeResource(it.any) as Json;
-      const name = it.name || resourceName(typeUrl, json);
-      if (name === '') throw new Error('resource has no name');
-      out.push({ name, version: it.version, json });
-    } catch (e) {
-      rejections.push({ name: it.name || `resources[${i}]`, message: (e as Error).message });
-    }
-  }
-  return out;
 }
 
 /** What both wire protocols share: the handler, per-type state, and the node sent once per stream. */
@@ -96,6 +95,46 @@ abstract class ProtocolBase {
   }
 
   abstract resubscribe(): Buffer[];
+
+  /** The type's subscription on this stream, or undefined (logged) when nothing of it was asked for. */
+  protected subscription(typeUrl: string): TypeState | undefined {
+    const s = this.states.get(typeUrl);
+    if (s?.started) return s;
+    // Envoy: "Ignoring the message for type URL ... as it has no current subscribers" (no ACK: an
+    // empty-names request would subscribe to the wildcard).
+    log.warn(`xDS: ignoring a response for ${typeUrl}: nothing of that type is subscribed`);
+    return undefined;
+  }
+
+  /** Wanted names: every name for a wildcard subscription, else the names sent. */
+  protected static wanted(s: TypeState): ((name: string) => boolean) | undefined {
+    if (s.sentWildcard) return undefined;
+    const names = s.sent;
+    return (name) => names.has(name);
+  }
+
+  /**
+   * Hands a screened response to the config layer; returns the NACK message (undefined: ACK) and
+   * the names refused. A response refused whole changes nothing, but still ends an initial fetch
+   * (Envoy's onConfigUpdateFailed) and shows its named resources as error_state.
+   */
+  protected async applyScreened(typeUrl: string, version: string, sc: Screened, full: boolean): Promise<{ error: string | undefined; refused: Set<string> }> {
+    let rejections: readonly XdsRejection[];
+    try {
+      if (sc.fatal) {
+        await this.handler.apply({ typeUrl, version, resources: [], removed: [], full: false, refused: sc.fatal.named });
+        rejections = sc.fatal.lines;
+      } else {
+        rejections = await this.handler.apply({ typeUrl, version, resources: sc.resources, removed: sc.removed, full, refused: sc.refused });
+      }
+    } catch (e) {
+      rejections = [{ name: typeUrl, message: `cannot apply the update: ${(e as Error).message}` }];
+    }
+    if (rejections.length === 0) { this.events.accepted(typeUrl, version); return { error: undefined, refused: new Set() }; }
+    const error = nackMessage(rejections);
+    this.events.rejected(typeUrl, version, error);
+    return { error, refused: new Set(rejections.map((x) => x.name)) };
+  }
 }
 
 export class SotwProtocol extends ProtocolBase implements AdsProtocol {
@@ -121,16 +160,17 @@ export class SotwProtocol extends ProtocolBase implements AdsProtocol {
     return out;
   }
 
-  onResponse(bytes: Buffer): Buffer[] {
-    const r = decodeSotwResponse(bytes);
-    const s = this.stateOf(r.type_url);
+  async onResponse(bytes: Buffer): Promise<Buffer[]> {
+    const r = parse(decodeSotwResponse, bytes, 'DiscoveryResponse');
+    const s = this.subscription(r.type_url);
+    if (!s) return [];
     s.nonce = r.nonce;
-    const rejections: XdsRejection[] = [];
-    const resources = decodeAll(r.type_url, r.resources.map((any) => ({ version: r.version_info, any })), rejections);
-    rejections.push(...this.handler.apply({ typeUrl: r.type_url, version: r.version_info, resources, removed: [], full: SOTW_FULL_STATE.has(r.type_url) }));
-    let error: string | undefined;
-    if (rejections.length === 0) { s.version = r.version_info; this.events.accepted(r.type_url, r.version_info); }
-    else { error = nackMessage(rejections); this.events.rejected(r.type_url, r.version_info, error); }
+    const full = SOTW_FULL_STATE.has(r.type_url);
+    const items = r.resources.map((any) => ({ version: r.version_info, any }));
+    const sc = screenResponse(r.type_url, items, [], ProtocolBase.wanted(s), { delta: false, full });
+    const { error } = await this.applyScreened(r.type_url, r.version_info, sc, full);
+    // A NACK repeats the last accepted version (Envoy: the rejected version is never acknowledged).
+    if (error === undefined) s.version = r.version_info;
     const names = s.sentWildcard ? [] : [...s.sent];
     return [this.request(r.type_url, s, names, error), ...this.resubscribe()];
   }
@@ -168,19 +208,15 @@ export class DeltaProtocol extends ProtocolBase implements AdsProtocol {
     return out;
   }
 
-  onResponse(bytes: Buffer): Buffer[] {
-    const r = decodeDeltaResponse(bytes);
-    const s = this.stateOf(r.type_url);
-    const rejections: XdsRejection[] = [];
-    const items = r.resources.filter((x) => x.resource !== undefined).map((x) => ({ name: x.name, version: x.version, any: x.resource as AnyBytes }));
-    const resources = decodeAll(r.type_url, items, rejections);
-    rejections.push(...this.handler.apply({ typeUrl: r.type_url, version: r.system_version_info, resources, removed: r.removed_resources, full: false }));
-    const refused = new Set(rejections.map((x) => x.name));
-    for (const res of resources) if (!refused.has(res.name)) s.versions.set(res.name, res.version);
-    for (const n of r.removed_resources) s.versions.delete(n);
-    let error: string | undefined;
-    if (rejections.length === 0) this.events.accepted(r.type_url, r.system_version_info);
-    else { error = nackMessage(rejections); this.events.rejected(r.type_url, r.system_version_info, error); }
+  async onResponse(bytes: Buffer): Promise<Buffer[]> {
+    const r = parse(decodeDeltaResponse, bytes, 'DeltaDiscoveryResponse');
+    const s = this.subscription(r.type_url);
+    if (!s) return [];
+    const items = r.resources.filter((x) => x.resource !== undefined).map((x) => ({ name: x.name, version: x.version, any: x.resource! }));
+    const sc = screenResponse(r.type_url, items, r.removed_resources, ProtocolBase.wanted(s), { delta: true, full: false });
+    const { error, refused } = await this.applyScreened(r.type_url, r.system_version_info, sc, false);
+    for (const res of sc.resources) if (!refused.has(res.name)) s.versions.set(res.name, res.version);
+    for (const n of sc.removed) s.versions.delete(n);
     const ack = encodeDeltaRequest({
       type_url: r.type_url, resource_names_subscribe: [], resource_names_unsubscribe: [], initial_resource_versions: {},
       response_nonce: r.nonce, error_detail: error === undefined ? undefined : { code: INVALID_ARGUMENT, message: error },

@@ -17,8 +17,9 @@ export interface DynamicResources {
   readonly initialMetadata: Readonly<Record<string, string>>;
   readonly lds: boolean;
   readonly cds: boolean;
-  /** The longest initial_fetch_timeout of LDS/CDS (0 = wait forever, as Istio sets it). */
-  readonly initialFetchTimeoutMs: number;
+  /** initial_fetch_timeout of CDS and of LDS, each timing its own subscription (0 = wait forever, as Istio sets it). */
+  readonly cdsInitialFetchTimeoutMs: number;
+  readonly ldsInitialFetchTimeoutMs: number;
 }
 
 export interface AdsTransport {
@@ -42,21 +43,17 @@ export function readDynamicResources(m: Msg): DynamicResources {
   if (!eg) throw svc.error('envoy_grpc', 'is required (google_grpc is not supported)');
   const initialMetadata: Record<string, string> = {};
   for (const h of svc.list('initial_metadata')) initialMetadata[h.requiredStr('key').toLowerCase()] = h.str('value');
-  let timeout = 0;
-  let forever = false;
-  const sources: Array<[string, boolean]> = [];
+  const timeouts: number[] = [];
+  const sources: boolean[] = [];
   for (const key of ['lds_config', 'cds_config']) {
     const cs = m.msg(key);
-    sources.push([key, cs !== undefined]);
-    if (!cs) continue;
-    if (!cs.has('ads')) throw cs.error('', 'only `ads: {}` config sources are supported');
-    const t = cs.durationMs('initial_fetch_timeout', 15_000);
-    if (t === 0) forever = true;
-    timeout = Math.max(timeout, t);
+    sources.push(cs !== undefined);
+    if (cs && !cs.has('ads')) throw cs.error('', 'only `ads: {}` config sources are supported');
+    timeouts.push(cs ? cs.durationMs('initial_fetch_timeout', 15_000) : 15_000);
   }
   return {
     delta: apiType.includes('DELTA'), clusterName: eg.requiredStr('cluster_name'), authority: eg.str('authority'), initialMetadata,
-    lds: sources[0][1], cds: sources[1][1], initialFetchTimeoutMs: forever ? 0 : timeout,
+    lds: sources[0], cds: sources[1], ldsInitialFetchTimeoutMs: timeouts[0], cdsInitialFetchTimeoutMs: timeouts[1],
   };
 }
 

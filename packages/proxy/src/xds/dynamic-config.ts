@@ -2,8 +2,9 @@
  * The config layer behind the ADS stream: turns accepted xDS resources into live clusters,
  * endpoints, listeners and route tables, with Envoy's warming (an EDS cluster waits for its
  * endpoints, a listener for its RDS routes) and init order (LDS is asked for once the
- * first CDS update has warmed). A refused resource leaves the last good one serving and
- * is remembered as error_state for /config_dump.
+ * first CDS update has warmed), each subscription timed by its own initial_fetch_timeout.
+ * A refused resource leaves the last good one serving and is remembered as error_state for
+ * /config_dump. LDS/RDS live in dynamic-listeners.ts.
  */
 import { Msg } from '../config/fields.ts';
 import { compileCluster, readLoadAssignment, type EndpointConfig } from '../upstream/cluster-config.ts';
@@ -11,29 +12,17 @@ import type { Cluster } from '../upstream/cluster.ts';
 import type { ClusterManager } from '../upstream/manager.ts';
 import type { ListenerConfig } from '../listener/config.ts';
 import type { ListenerManager } from '../listener/manager.ts';
-import { rdsRoute } from '../http/rds.ts';
 import { TYPE_URL } from './discovery.ts';
 import type { XdsHandler, XdsRejection, XdsResource, XdsUpdate } from './types.ts';
-import { log } from '../core/log.ts';
 import { removeExtensionConfig, setExtensionConfig } from './ecds.ts';
-import { adsSecretNames, compileOrWait, contentHash, ecdsNames, rdsNames, validateExtension } from './resource-refs.ts';
+import { adsSecretNames, contentHash, edsFetchTimeoutMs, validateExtension } from './resource-refs.ts';
+import { ErrorLog, type TrackedResource } from './state.ts';
+import { InitialFetchTimers } from './fetch-timers.ts';
+import { DynamicListeners, type WarmingListener } from './dynamic-listeners.ts';
+
+export type { ErrorState, TrackedResource } from './state.ts';
 
 type Json = Record<string, unknown>;
-
-/** One resource as /config_dump shows it. */
-export interface TrackedResource {
-  readonly version: string;
-  readonly lastUpdated: number;
-  readonly json: Json;
-  /** A hash of the JSON, to skip updates that change nothing (Envoy compares hashes too). */
-  readonly hash: string;
-}
-
-export interface ErrorState {
-  readonly json: Json;
-  readonly details: string;
-  readonly time: number;
-}
 
 /** Hooks for resource types owned elsewhere (SDS secrets, ECDS extension configs, NDS). */
 export interface ExtraTypeSink {
@@ -49,24 +38,20 @@ export class DynamicConfig implements XdsHandler {
   readonly activeClusters = new Map<string, TrackedResource>();
   readonly warmingClusters = new Map<string, { tracked: TrackedResource; cluster: Cluster }>();
   readonly endpoints = new Map<string, { tracked: TrackedResource; endpoints: readonly EndpointConfig[] }>();
-  readonly activeListeners = new Map<string, TrackedResource>();
-  /** Listeners waiting for their RDS routes, or (config undefined) for an ECDS extension config. */
-  readonly warmingListeners = new Map<string, { tracked: TrackedResource; config: ListenerConfig | undefined; routes: readonly string[] }>();
-  /** ECDS names each listener's filters take their config from. */
-  private readonly listenerExtensions = new Map<string, readonly string[]>();
-  /** RDS names each listener (active or warming) uses. */
-  private readonly listenerRoutes = new Map<string, readonly string[]>();
   /** SDS secret names (config source `ads`) each listener / cluster names, by resource name. */
   private readonly adsSecrets = new Map<string, readonly string[]>();
   readonly secrets = new Map<string, TrackedResource>();
   readonly extensions = new Map<string, TrackedResource>();
   /** Resources of sink-only types (NDS), by type. */
   readonly others = new Map<string, Map<string, TrackedResource>>();
-  readonly errors = new Map<string, Map<string, ErrorState>>();
+  private readonly errorLog = new ErrorLog();
+  readonly errors = this.errorLog.byType;
+  /** initial_fetch_timeout per subscription (keys `cds`, `lds`, `rds/<name>`, `eds/<service>`). */
+  readonly fetchTimers = new InitialFetchTimers();
   private readonly clusters: ClusterManager;
-  private readonly listeners: ListenerManager;
   private readonly staticClusters: ReadonlySet<string>;
-  private readonly staticListeners: ReadonlySet<string>;
+  private readonly lds: DynamicListeners;
+  private ldsFetchTimeoutMs = 0;
   private cdsInitDone = false;
   private ldsInitDone = false;
   private readonly sinks = new Map<string, ExtraTypeSink>();
@@ -76,10 +61,22 @@ export class DynamicConfig implements XdsHandler {
 
   constructor(clusters: ClusterManager, listeners: ListenerManager, staticClusters: ReadonlySet<string>, staticListeners: ReadonlySet<string>) {
     this.clusters = clusters;
-    this.listeners = listeners;
     this.staticClusters = staticClusters;
-    this.staticListeners = staticListeners;
+    this.lds = new DynamicListeners({
+      listeners, staticListeners, errors: this.errorLog, adsSecrets: this.adsSecrets, timers: this.fetchTimers,
+      count: (name) => this.counters?.(name),
+      bindCheck: (config) => this.bindCheck?.(config),
+    });
+    this.fetchTimers.onExpire = (key) => this.expireFetch(key);
     this.initialized = new Promise((r) => { this.initResolve = r; });
+  }
+
+  get activeListeners(): ReadonlyMap<string, TrackedResource> {
+    return this.lds.active;
+  }
+
+  get warmingListeners(): ReadonlyMap<string, WarmingListener> {
+    return this.lds.warming;
   }
 
   /** Route SDS secrets / ECDS configs to their owner. */
@@ -87,10 +84,39 @@ export class DynamicConfig implements XdsHandler {
     this.sinks.set(typeUrl, sink);
   }
 
-  /** initial_fetch_timeout: stop waiting and let the server go live with what it has. */
-  giveUpInitialFetch(): void {
-    this.finishInit(true);
+  /** ADS has started: CDS's initial fetch is timed from now, LDS's from when it is asked for. */
+  startInitialFetch(cdsTimeoutMs: number, ldsTimeoutMs: number): void {
+    this.ldsFetchTimeoutMs = ldsTimeoutMs;
+    if (!this.sawCds) this.fetchTimers.start('cds', cdsTimeoutMs);
   }
+
+  /**
+   * One subscription's initial fetch timed out (here, or on the main thread for a worker): stop
+   * waiting for it. CDS / LDS init goes on, a listener serves without its routes (404 NR), a
+   * cluster goes active without endpoints.
+   */
+  expireFetch(key: string): void {
+    this.fetchTimers.expire(key);
+    const slash = key.indexOf('/');
+    const kind = slash < 0 ? key : key.slice(0, slash);
+    const name = key.slice(slash + 1);
+    // Counted where the timer ran (the main thread), not again on each worker that hears of it.
+    const count = this.fetchTimers.enabled ? this.counters : undefined;
+    if (kind === 'cds') { this.sawCds = true; count?.('cluster_manager.cds.init_fetch_timeout'); }
+    else if (kind === 'lds') { this.sawLds = true; count?.('listener_manager.lds.init_fetch_timeout'); }
+    else if (kind === 'eds') this.edsFetchTimedOut(name);
+    else if (kind === 'rds') this.lds.routeFetchTimedOut(name, count);
+    this.finishInit();
+    this.onFetchTimeout?.(key);
+    this.interestChanged?.();
+  }
+
+  /** Set by the server: forwards a timed-out fetch to --concurrency workers. */
+  onFetchTimeout: ((key: string) => void) | undefined;
+  /** Set by the server: the subscriptions may have changed outside a response (tell the ADS server). */
+  interestChanged: (() => void) | undefined;
+  /** Set by the main thread: can this listener bind? (rejects with Envoy's "cannot bind" message). */
+  bindCheck: ((config: ListenerConfig) => Promise<void>) | undefined;
 
   get initDone(): boolean {
     return this.ldsInitDone;
@@ -106,31 +132,28 @@ export class DynamicConfig implements XdsHandler {
         for (const w of this.warmingClusters.values()) names.add(w.cluster.config.edsServiceName);
         return { wildcard: false, names };
       }
-      case TYPE_URL.route: {
+      case TYPE_URL.route: return { wildcard: false, names: this.lds.routeNames() };
+      case TYPE_URL.extension: return { wildcard: false, names: this.lds.extensionNames() };
+      case TYPE_URL.secret: {
         const names = new Set<string>();
-        for (const list of this.listenerRoutes.values()) for (const n of list) names.add(n);
-        return { wildcard: false, names };
-      }
-      case TYPE_URL.secret: case TYPE_URL.extension: {
-        const names = new Set<string>();
-        for (const list of (typeUrl === TYPE_URL.secret ? this.adsSecrets : this.listenerExtensions).values()) for (const n of list) names.add(n);
+        for (const list of this.adsSecrets.values()) for (const n of list) names.add(n);
         return { wildcard: false, names };
       }
       default: return { wildcard: this.sinks.get(typeUrl)?.wildcard === true, names: NO_NAMES };
     }
   }
 
-  apply(u: XdsUpdate): readonly XdsRejection[] {
+  async apply(u: XdsUpdate): Promise<readonly XdsRejection[]> {
     const rejections: XdsRejection[] = [];
-    if (u.typeUrl === TYPE_URL.cluster) this.sawCds = true;
-    if (u.typeUrl === TYPE_URL.listener) this.sawLds = true;
+    if (u.typeUrl === TYPE_URL.cluster) { this.sawCds = true; this.fetchTimers.done('cds'); }
+    if (u.typeUrl === TYPE_URL.listener) { this.sawLds = true; this.fetchTimers.done('lds'); }
     switch (u.typeUrl) {
       case TYPE_URL.cluster: this.applyClusters(u, rejections); break;
       case TYPE_URL.endpoint: this.applyEndpoints(u, rejections); break;
-      case TYPE_URL.listener: this.applyListeners(u, rejections); break;
-      case TYPE_URL.route: this.applyRoutes(u, rejections); break;
+      case TYPE_URL.listener: await this.lds.applyListeners(u, rejections); break;
+      case TYPE_URL.route: await this.lds.applyRoutes(u, rejections); break;
       case TYPE_URL.secret: this.applyExtra(u, this.secrets, rejections); break;
-      case TYPE_URL.extension: this.applyExtensions(u, rejections); break;
+      case TYPE_URL.extension: await this.applyExtensions(u, rejections); break;
       default: {
         if (!this.sinks.has(u.typeUrl)) { for (const r of u.resources) rejections.push({ name: r.name, message: `unsupported resource type ${u.typeUrl}` }); break; }
         let into = this.others.get(u.typeUrl);
@@ -138,25 +161,24 @@ export class DynamicConfig implements XdsHandler {
         this.applyExtra(u, into, rejections);
       }
     }
-    this.finishInit(false);
+    // Refused before they got here: shown as error_state; whatever was under the name stays.
+    for (const x of u.refused ?? []) this.errorLog.reject(u.typeUrl, x.name, { name: x.name }, x.message, rejections);
+    this.finishInit();
     return rejections;
   }
 
   private reject(typeUrl: string, r: XdsResource, message: string, out: XdsRejection[]): void {
-    out.push({ name: r.name, message });
-    let m = this.errors.get(typeUrl);
-    if (!m) { m = new Map(); this.errors.set(typeUrl, m); }
-    m.set(r.name, { json: r.json, details: message, time: Date.now() });
+    this.errorLog.reject(typeUrl, r.name, r.json, message, out);
   }
 
   private accepted(typeUrl: string, name: string): void {
-    this.errors.get(typeUrl)?.delete(name);
+    this.errorLog.clear(typeUrl, name);
   }
 
   // ---- CDS / EDS ----
 
   private applyClusters(u: XdsUpdate, out: XdsRejection[]): void {
-    const seen = new Set<string>();
+    const seen = new Set<string>((u.refused ?? []).map((x) => x.name));
     for (const r of u.resources) {
       seen.add(r.name);
       if (this.staticClusters.has(r.name)) { this.reject(u.typeUrl, r, `cluster '${r.name}' is static and cannot be updated by CDS`, out); continue; }
@@ -177,7 +199,10 @@ export class DynamicConfig implements XdsHandler {
       this.warmingClusters.get(r.name)?.cluster.close();
       this.warmingClusters.delete(r.name);
       if (cluster.warm) this.activateCluster(r.name, tracked, cluster);
-      else this.warmingClusters.set(r.name, { tracked, cluster });
+      else {
+        this.warmingClusters.set(r.name, { tracked, cluster });
+        this.fetchTimers.start(`eds/${cluster.config.edsServiceName}`, edsFetchTimeoutMs(r.json));
+      }
     }
     const removed = u.full ? [...this.activeClusters.keys(), ...this.warmingClusters.keys()].filter((n) => !seen.has(n)) : u.removed;
     for (const name of removed) {
@@ -205,6 +230,7 @@ export class DynamicConfig implements XdsHandler {
         continue;
       }
       this.accepted(u.typeUrl, r.name);
+      this.fetchTimers.done(`eds/${r.name}`);
       this.endpoints.set(r.name, { tracked: { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, hash: '' }, endpoints });
       this.deliverEndpoints(r.name, endpoints);
     }
@@ -225,6 +251,17 @@ export class DynamicConfig implements XdsHandler {
     }
   }
 
+  /** EDS initial fetch timed out: clusters waiting for these endpoints go active without any. */
+  private edsFetchTimedOut(serviceName: string): void {
+    for (const [name, w] of this.warmingClusters) {
+      if (w.cluster.config.type !== 'EDS' || w.cluster.config.edsServiceName !== serviceName) continue;
+      w.cluster.setLoadAssignment([]);
+      this.warmingClusters.delete(name);
+      this.activateCluster(name, w.tracked, w.cluster);
+    }
+    this.publishClusterGauges();
+  }
+
   private publishClusterGauges(): void {
     // Read by /stats and by tests; Envoy's names.
     this.gauges?.('cluster_manager.active_clusters', this.clusters.size);
@@ -234,87 +271,6 @@ export class DynamicConfig implements XdsHandler {
   /** Set by the server: publishes a gauge value / counts one event. */
   gauges: ((name: string, value: number) => void) | undefined;
   counters: ((name: string) => void) | undefined;
-
-  // ---- LDS / RDS ----
-
-  private applyListeners(u: XdsUpdate, out: XdsRejection[]): void {
-    const seen = new Set<string>();
-    for (const r of u.resources) {
-      seen.add(r.name);
-      if (this.staticListeners.has(r.name)) { this.reject(u.typeUrl, r, `listener '${r.name}' is static and cannot be updated by LDS`, out); continue; }
-      const hash = contentHash(r.json);
-      if ((this.warmingListeners.get(r.name)?.tracked ?? this.activeListeners.get(r.name))?.hash === hash) { this.accepted(u.typeUrl, r.name); continue; }
-      let config: ListenerConfig | undefined;
-      try {
-        config = compileOrWait(r.json);
-      } catch (e) {
-        this.reject(u.typeUrl, r, (e as Error).message, out);
-        continue;
-      }
-      this.accepted(u.typeUrl, r.name);
-      const routes = rdsNames(r.json);
-      const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, hash };
-      this.listenerRoutes.set(r.name, routes);
-      this.listenerExtensions.set(r.name, ecdsNames(r.json));
-      this.adsSecrets.set(`listener/${r.name}`, adsSecretNames(r.json));
-      this.warmingListeners.set(r.name, { tracked, config, routes });
-    }
-    const removed = u.full ? [...this.activeListeners.keys(), ...this.warmingListeners.keys()].filter((n) => !seen.has(n)) : u.removed;
-    for (const name of removed) {
-      if (this.staticListeners.has(name)) continue;
-      this.warmingListeners.delete(name);
-      this.listenerRoutes.delete(name);
-      this.listenerExtensions.delete(name);
-      this.adsSecrets.delete(`listener/${name}`);
-      if (this.activeListeners.delete(name)) this.listeners.remove(name);
-    }
-    this.promoteListeners();
-  }
-
-  private applyRoutes(u: XdsUpdate, out: XdsRejection[]): void {
-    for (const r of u.resources) {
-      const route = rdsRoute(r.name);
-      const scopes = route.statScopes();
-      for (const sc of scopes) this.counters?.(`${sc}update_attempt`);
-      try {
-        route.update(r.json, r.version || u.version);
-        this.accepted(u.typeUrl, r.name);
-        for (const sc of scopes) { this.counters?.(`${sc}update_success`); this.counters?.(`${sc}config_reload`); }
-      } catch (e) {
-        this.reject(u.typeUrl, r, (e as Error).message, out);
-        for (const sc of scopes) this.counters?.(`${sc}update_rejected`);
-      }
-    }
-    for (const name of u.removed) rdsRoute(name).remove();
-    this.promoteListeners();
-  }
-
-  /** Warming listeners whose routes have all arrived go live (bind or update in place). */
-  private promoteListeners(): void {
-    for (const [name, w] of this.warmingListeners) {
-      if (!w.config) {
-        try {
-          w.config = compileOrWait(w.tracked.json);
-        } catch (e) {
-          // Accepted earlier, refused now that its extension config is known: drop it, say why.
-          this.warmingListeners.delete(name);
-          this.recordError(TYPE_URL.listener, name, w.tracked.json, (e as Error).message);
-          continue;
-        }
-        if (!w.config) continue;
-      }
-      if (!w.routes.every((n) => rdsRoute(n).ready)) continue;
-      this.warmingListeners.delete(name);
-      this.activeListeners.set(name, w.tracked);
-      const config = w.config;
-      this.listeners.addOrUpdate(config).catch((e: Error) => {
-        log.error(`listener ${name}: cannot bind ${config.address.address}:${config.address.port}: ${e.message}`);
-        this.activeListeners.delete(name);
-        this.listeners.remove(name);
-        this.recordError(TYPE_URL.listener, name, w.tracked.json, `cannot bind: ${e.message}`);
-      });
-    }
-  }
 
   // ---- SDS / ECDS ----
 
@@ -334,7 +290,7 @@ export class DynamicConfig implements XdsHandler {
   }
 
   /** ECDS: validate each extension config by compiling it, then rebuild the listeners that use it. */
-  private applyExtensions(u: XdsUpdate, out: XdsRejection[]): void {
+  private async applyExtensions(u: XdsUpdate, out: XdsRejection[]): Promise<void> {
     const changed = new Set<string>();
     for (const r of u.resources) {
       const typedConfig = r.json.typed_config as Json | undefined;
@@ -350,33 +306,24 @@ export class DynamicConfig implements XdsHandler {
       changed.add(r.name);
     }
     for (const name of u.removed) { removeExtensionConfig(name); this.extensions.delete(name); changed.add(name); }
-    // Active listeners using a changed config are rebuilt and updated in place (their connections drain).
-    for (const [name, tracked] of this.activeListeners) {
-      if (this.warmingListeners.has(name) || !(this.listenerExtensions.get(name) ?? []).some((n) => changed.has(n))) continue;
-      this.warmingListeners.set(name, { tracked, config: undefined, routes: this.listenerRoutes.get(name) ?? [] });
-    }
-    this.promoteListeners();
-  }
-
-  private recordError(typeUrl: string, name: string, json: Json, details: string): void {
-    const m = this.errors.get(typeUrl) ?? new Map<string, ErrorState>();
-    m.set(name, { json, details, time: Date.now() });
-    this.errors.set(typeUrl, m);
+    await this.lds.rebuildUsing(changed);
   }
 
   // ---- init ----
 
-  private finishInit(force: boolean): void {
-    if (!this.cdsInitDone && (force || (this.sawCds && this.warmingClusters.size === 0))) {
+  private finishInit(): void {
+    if (!this.cdsInitDone && this.sawCds && this.warmingClusters.size === 0) {
       this.cdsInitDone = true;
+      // LDS is asked for now (interest turns wildcard); its initial fetch is timed from here.
+      if (!this.sawLds) this.fetchTimers.start('lds', this.ldsFetchTimeoutMs);
     }
-    if (this.cdsInitDone && !this.ldsInitDone && (force || (this.sawLds && this.warmingListeners.size === 0))) {
+    if (this.cdsInitDone && !this.ldsInitDone && this.sawLds && this.lds.warming.size === 0) {
       this.ldsInitDone = true;
       this.initResolve();
     }
   }
 
-  /** The first response of the type arrived (even an empty one). */
+  /** The first response of the type arrived (even an empty one), or its initial fetch timed out. */
   private sawCds = false;
   private sawLds = false;
 }

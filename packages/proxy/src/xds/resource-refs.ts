@@ -3,7 +3,7 @@
  * and ECDS names it depends on, a content hash, and a listener compile that may wait for ECDS.
  */
 import { createHash } from 'node:crypto';
-import { Msg } from '../config/fields.ts';
+import { Msg, parseDurationMs } from '../config/fields.ts';
 import { ConfigError } from '../core/errors.ts';
 import { compileListener, type ListenerConfig } from '../listener/config.ts';
 import { describeTypedConfig, readTypedConfig } from '../config/typed-config.ts';
@@ -58,13 +58,35 @@ export function adsSecretNames(json: unknown, out: string[] = []): string[] {
   return out;
 }
 
-/** The RDS route_config_names an (already decoded) Listener uses. */
-export function rdsNames(json: unknown, out: string[] = []): string[] {
-  if (Array.isArray(json)) { for (const x of json) rdsNames(x, out); return out; }
+/** Envoy's default initial_fetch_timeout for a config source that does not set one. */
+const DEFAULT_FETCH_TIMEOUT_MS = 15_000;
+
+function fetchTimeoutMs(configSource: unknown): number {
+  const v = configSource !== null && typeof configSource === 'object' ? (configSource as Json).initial_fetch_timeout : undefined;
+  return v === undefined ? DEFAULT_FETCH_TIMEOUT_MS : parseDurationMs(v) ?? DEFAULT_FETCH_TIMEOUT_MS;
+}
+
+/** An RDS name a listener waits for, with its config source's initial_fetch_timeout. */
+export interface RdsSubscription {
+  readonly name: string;
+  readonly fetchTimeoutMs: number;
+}
+
+/** The RDS route configs an (already decoded) Listener uses. */
+export function rdsSubscriptions(json: unknown, out: RdsSubscription[] = []): RdsSubscription[] {
+  if (Array.isArray(json)) { for (const x of json) rdsSubscriptions(x, out); return out; }
   if (json === null || typeof json !== 'object') return out;
   const o = json as Json;
   const rds = o.rds as Json | undefined;
-  if (rds && typeof rds.route_config_name === 'string' && !out.includes(rds.route_config_name)) out.push(rds.route_config_name);
-  for (const v of Object.values(o)) if (v !== null && typeof v === 'object') rdsNames(v, out);
+  if (rds && typeof rds.route_config_name === 'string' && !out.some((s) => s.name === rds.route_config_name)) {
+    out.push({ name: rds.route_config_name, fetchTimeoutMs: fetchTimeoutMs(rds.config_source) });
+  }
+  for (const v of Object.values(o)) if (v !== null && typeof v === 'object') rdsSubscriptions(v, out);
   return out;
+}
+
+/** An EDS cluster's initial_fetch_timeout (eds_cluster_config.eds_config). */
+export function edsFetchTimeoutMs(cluster: Json): number {
+  const eds = cluster.eds_cluster_config as Json | undefined;
+  return fetchTimeoutMs(eds?.eds_config);
 }

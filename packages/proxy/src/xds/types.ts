@@ -19,6 +19,12 @@ export interface XdsUpdate {
   readonly resources: readonly XdsResource[];
   readonly removed: readonly string[];
   readonly full: boolean;
+  /**
+   * In the response but refused before the handler (an Any that does not decode deep inside, a
+   * duplicate name) or by the main thread (forwarded to --concurrency workers): the handler records
+   * each as error_state, keeps what it has under that name, and never treats it as removed.
+   */
+  readonly refused?: readonly XdsRejection[];
 }
 
 /** A resource the handler refused: the NACK's error_detail lists these. */
@@ -29,8 +35,11 @@ export interface XdsRejection {
 
 /** What the ADS client asks of the config layer. */
 export interface XdsHandler {
-  /** Apply what is valid, keep the last good config for the rest, and say what was refused. */
-  apply(update: XdsUpdate): readonly XdsRejection[];
+  /**
+   * Apply what is valid, keep the last good config for the rest, and say what was refused
+   * (`update.refused` included). Resolves once new listeners are bound: the ACK waits for it.
+   */
+  apply(update: XdsUpdate): Promise<readonly XdsRejection[]>;
   /** The resource names to subscribe to for a type (LDS/CDS: wildcard). */
   interest(typeUrl: string): { readonly wildcard: boolean; readonly names: ReadonlySet<string> };
 }
