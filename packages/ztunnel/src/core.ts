@@ -14,3 +14,5 @@ export { encodeResource } from '@skua/proxy/xds/encode.ts';
 export { TYPE_URL } from '@skua/proxy/xds/discovery.ts';
 export type { XdsHandler, XdsRejection, XdsUpdate } from '@skua/proxy/xds/types.ts';
 export { parseGoDuration } from '@skua/proxy/tls/identity-env.ts';
+export { AdsClient } from '@skua/proxy/xds/ads-client.ts';
+export { StatsStore } from '@skua/proxy/stats/store.ts';

@@ -90,7 +90,7 @@ describe('WDS updates', () => {
     let synced = 0;
     const h = new WdsHandler(state, () => synced++);
     assert.deepEqual(h.interest(TYPE_URL.address), { wildcard: true, names: new Set() });
-    assert.deepEqual(h.apply(update(TYPE_URL.address, [wdsWorkload('sleep-1', '10.244.0.11'), SERVICE])), []);
+    assert.deepEqual(h.applyNow(update(TYPE_URL.address, [wdsWorkload('sleep-1', '10.244.0.11'), SERVICE])), []);
     const w = state.workloadByAddress('net1', '10.244.0.11');
     assert.equal(w?.identity, 'spiffe://cluster.local/ns/default/sa/sleep');
     assert.equal(w?.clusterId, 'Kubernetes');
@@ -100,20 +100,20 @@ describe('WDS updates', () => {
     assert.deepEqual(state.endpointsOf(svc).map((e) => e.workloadUid), ['Kubernetes//Pod/default/sleep-1']);
     assert.equal(synced, 0);
     const policy = { '@type': TYPE_URL.authorization, name: 'deny-all', namespace: 'default', scope: 'NAMESPACE', action: 'DENY', rules: [{ clauses: [] }] };
-    assert.deepEqual(h.apply(update(TYPE_URL.authorization, [policy])), []);
+    assert.deepEqual(h.applyNow(update(TYPE_URL.authorization, [policy])), []);
     assert.equal(synced, 1);
     assert.deepEqual(state.policiesFor(w!).map((p) => p.key), ['default/deny-all']);
 
     // An unhealthy endpoint leaves the service's endpoints (ONLY_HEALTHY is the default).
-    h.apply(update(TYPE_URL.address, [wdsWorkload('sleep-1', '10.244.0.11', { status: 'UNHEALTHY' })]));
+    h.applyNow(update(TYPE_URL.address, [wdsWorkload('sleep-1', '10.244.0.11', { status: 'UNHEALTHY' })]));
     assert.deepEqual(state.endpointsOf(svc), []);
     // Moved to a new IP: the old address is no longer indexed.
-    h.apply(update(TYPE_URL.address, [wdsWorkload('sleep-1', '10.244.0.12')]));
+    h.applyNow(update(TYPE_URL.address, [wdsWorkload('sleep-1', '10.244.0.12')]));
     assert.equal(state.workloadByAddress('net1', '10.244.0.11'), undefined);
     assert.equal(state.workloadByAddress('net1', '10.244.0.12')?.name, 'sleep-1');
 
-    h.apply(update(TYPE_URL.address, [], ['Kubernetes//Pod/default/sleep-1', 'default/echo.default.svc.cluster.local']));
-    h.apply(update(TYPE_URL.authorization, [], ['default/deny-all']));
+    h.applyNow(update(TYPE_URL.address, [], ['Kubernetes//Pod/default/sleep-1', 'default/echo.default.svc.cluster.local']));
+    h.applyNow(update(TYPE_URL.authorization, [], ['default/deny-all']));
     assert.equal(state.workloadsByUid.size, 0);
     assert.equal(state.servicesByKey.size, 0);
     assert.equal(state.allPolicies().length, 0);
@@ -124,14 +124,14 @@ describe('WDS updates', () => {
     const h = new WdsHandler(state);
     const legacy = wdsWorkload('old', '10.244.0.13', { tunnel_protocol: 'LEGACY_ISTIO_MTLS' });
     const badIp = wdsWorkload('bad', '10.244.0.14', { addresses: [Buffer.from([1, 2, 3]).toString('base64')] });
-    const rej = h.apply(update(TYPE_URL.address, [legacy, badIp, wdsWorkload('good', '10.244.0.15')]));
+    const rej = h.applyNow(update(TYPE_URL.address, [legacy, badIp, wdsWorkload('good', '10.244.0.15')]));
     assert.deepEqual(rej, [
       { name: 'Kubernetes//Pod/default/old', message: 'workload.tunnel_protocol: unsupported tunnel protocol: legacy istio mtls' },
       { name: 'Kubernetes//Pod/default/bad', message: 'workload.addresses[0]: an IP address is 4 or 16 bytes, got 3' },
     ]);
     assert.equal(state.workloadByAddress('net1', '10.244.0.15')?.name, 'good');
     const badPolicy = { '@type': TYPE_URL.authorization, name: 'p', namespace: 'default', rules: [{ clauses: [{ matches: [{ source_ips: [{ address: ip('10.0.0.0'), length: 33 }] }] }] }] };
-    assert.match(h.apply(update(TYPE_URL.authorization, [badPolicy]))[0].message, /rules\[0\]\.clauses\[0\]\.matches\[0\]\.source_ips\[0\]\.length: must be an integer in \[0, 32\]/);
+    assert.match(h.applyNow(update(TYPE_URL.authorization, [badPolicy]))[0].message, /rules\[0\]\.clauses\[0\]\.matches\[0\]\.source_ips\[0\]\.length: must be an integer in \[0, 32\]/);
   });
 
   test('services sharing a VIP: the client namespace wins, then a canonical one; NAMESPACE visibility hides others', () => {
@@ -141,18 +141,18 @@ describe('WDS updates', () => {
       '@type': TYPE_URL.address,
       service: { name: 'db', namespace: ns, hostname: 'db.example.com', addresses: [{ address: ip('240.0.0.1') }], ports: [{ service_port: 5432, target_port: 5432 }], ...extra },
     });
-    h.apply(update(TYPE_URL.address, [svc('a'), svc('b', { canonical: true }), svc('c', { visibility: 'NAMESPACE' })]));
+    h.applyNow(update(TYPE_URL.address, [svc('a'), svc('b', { canonical: true }), svc('c', { visibility: 'NAMESPACE' })]));
     assert.equal(state.bestServiceByVip('', '240.0.0.1', 'a')?.namespace, 'a');
     assert.equal(state.bestServiceByVip('', '240.0.0.1', 'x')?.namespace, 'b');
     assert.equal(state.bestServiceByVip('', '240.0.0.1', 'c')?.namespace, 'c');
     assert.equal(state.bestServiceByHostname('db.example.com', 'x')?.namespace, 'b');
-    h.apply(update(TYPE_URL.address, [], ['a/db.example.com', 'b/db.example.com']));
+    h.applyNow(update(TYPE_URL.address, [], ['a/db.example.com', 'b/db.example.com']));
     assert.equal(state.bestServiceByVip('', '240.0.0.1', 'x'), undefined);
     // CIDR VIPs (a prefix length shorter than the address): the most specific one wins.
     const range = (name: string, base: string, length: number): Json => ({
       '@type': TYPE_URL.address, service: { name, namespace: 'x', hostname: `${name}.example.com`, addresses: [{ address: ip(base), length }], ports: [{ service_port: 80, target_port: 80 }] },
     });
-    h.apply(update(TYPE_URL.address, [range('wide', '10.200.0.0', 16), range('narrow', '10.200.3.0', 24)]));
+    h.applyNow(update(TYPE_URL.address, [range('wide', '10.200.0.0', 16), range('narrow', '10.200.3.0', 24)]));
     assert.equal(state.bestServiceByVip('', '10.200.3.4', 'x')?.name, 'narrow');
     assert.equal(state.bestServiceByVip('', '10.200.9.4', 'x')?.name, 'wide');
     assert.equal(state.bestServiceByVip('', '10.201.0.1', 'x'), undefined);

@@ -26,8 +26,14 @@ export class WdsHandler implements XdsHandler {
     return typeUrl === TYPE_URL.address || typeUrl === TYPE_URL.authorization ? WILDCARD : NOTHING;
   }
 
-  apply(update: XdsUpdate): readonly XdsRejection[] {
-    const rejections: XdsRejection[] = [];
+  apply(update: XdsUpdate): Promise<readonly XdsRejection[]> {
+    return Promise.resolve(this.applyNow(update));
+  }
+
+  /** The same, synchronously (tests, the local loader). */
+  applyNow(update: XdsUpdate): readonly XdsRejection[] {
+    // Refused before reaching us (undecodable, duplicate names): keep what we have under those names.
+    const rejections: XdsRejection[] = [...(update.refused ?? [])];
     const isPolicy = update.typeUrl === TYPE_URL.authorization;
     if (!isPolicy && update.typeUrl !== TYPE_URL.address) {
       return update.resources.map((r) => ({ name: r.name, message: `ztunnel does not take ${update.typeUrl}` }));
