@@ -16,3 +16,8 @@ export type { XdsHandler, XdsRejection, XdsUpdate } from '@skua/proxy/xds/types.
 export { parseGoDuration } from '@skua/proxy/tls/identity-env.ts';
 export { AdsClient } from '@skua/proxy/xds/ads-client.ts';
 export { StatsStore } from '@skua/proxy/stats/store.ts';
+export { typeForUrl } from '@skua/proxy/xds/protos.ts';
+export {
+  listenInNetns, netnsAvailable, SeqpacketServer, SeqpacketSocket, socketInNetns, udpInNetns, type NetnsSocketOptions, type SeqpacketMessage,
+} from '@skua/proxy/sys/netns.ts';
+export { getOriginalDst, originalDestination } from '@skua/proxy/sys/sockopt.ts';
