@@ -36,6 +36,17 @@ export interface Exchange {
   watch(onDrain: () => void, onClose: () => void): void;
 }
 
+const kLocalReset = Symbol('skua.h2.localReset');
+
+/** Marks a stream this proxy reset (not the client), for the codec's reset accounting. */
+export function markLocalReset(stream: ServerHttp2Stream): void {
+  (stream as ServerHttp2Stream & { [kLocalReset]?: boolean })[kLocalReset] = true;
+}
+
+export function wasLocalReset(stream: ServerHttp2Stream): boolean {
+  return (stream as ServerHttp2Stream & { [kLocalReset]?: boolean })[kLocalReset] === true;
+}
+
 export class H2Exchange implements Exchange {
   readonly protocol = 'HTTP/2' as const;
   readonly method: string;
@@ -48,9 +59,14 @@ export class H2Exchange implements Exchange {
   readonly conn: ConnInfo;
   private readonly stream: ServerHttp2Stream;
   private trailers: Headers | undefined;
+  /** The response ended with its head (HEADERS with END_STREAM): end() has nothing left to send. */
+  private endedWithHead = false;
+  private onClose: (() => void) | undefined;
 
-  constructor(stream: ServerHttp2Stream, raw: H2Headers, endStream: boolean, conn: ConnInfo) {
+  /** `idleTimeoutMs`: the HCM's stream_idle_timeout (0 = off). */
+  constructor(stream: ServerHttp2Stream, raw: H2Headers, endStream: boolean, conn: ConnInfo, idleTimeoutMs = 0) {
     this.stream = stream;
+    if (idleTimeoutMs > 0) stream.setTimeout(idleTimeoutMs, () => this.idleTimeout());
     this.method = (raw[':method'] as string) ?? 'GET';
     this.path = (raw[':path'] as string) ?? '/';
     this.authority = (raw[':authority'] as string) ?? (raw.host as string) ?? '';
@@ -69,6 +85,7 @@ export class H2Exchange implements Exchange {
     if (this.stream.destroyed) return;
     for (const h of HOP_BY_HOP) delete headers[h];
     headers[':status'] = status;
+    this.endedWithHead = endStream;
     this.stream.respond(headers, { endStream, waitForTrailers: !endStream });
     if (!endStream) this.stream.once('wantTrailers', () => this.sendTrailers());
   }
@@ -81,14 +98,29 @@ export class H2Exchange implements Exchange {
   write(chunk: Buffer): boolean { return this.stream.write(chunk); }
 
   end(trailers?: Headers): void {
+    if (this.endedWithHead) return;
     this.trailers = trailers;
     this.stream.end();
   }
 
-  reset(): void { if (!this.stream.destroyed) this.stream.close(2 /* INTERNAL_ERROR */); }
+  reset(): void {
+    if (this.stream.destroyed) return;
+    markLocalReset(this.stream);
+    this.stream.close(2 /* INTERNAL_ERROR */);
+  }
+
+  /** stream_idle_timeout: no frame either way for that long. 408 if nothing was sent yet, else a reset (Envoy). */
+  private idleTimeout(): void {
+    const s = this.stream;
+    if (s.destroyed) return;
+    if (!s.headersSent) s.respond({ ':status': 408, 'content-length': '0' }, { endStream: true });
+    else { markLocalReset(s); s.close(2 /* INTERNAL_ERROR */); }
+    this.onClose?.();
+  }
 
   watch(onDrain: () => void, onClose: () => void): void {
     const stream = this.stream;
+    this.onClose = onClose;
     stream.on('drain', onDrain);
     stream.on('close', () => { if (!stream.writableFinished || stream.rstCode) onClose(); });
   }

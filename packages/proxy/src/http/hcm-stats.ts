@@ -15,6 +15,14 @@ export class HcmStats {
   readonly rqHttp2Total: Counter;
   readonly rqTooLarge: Counter;
   readonly upgradesTotal: Counter;
+  readonly cxDestroy: Counter;
+  readonly cxDestroyRemote: Counter;
+  readonly cxDestroyLocal: Counter;
+  readonly cxDestroyActiveRq: Counter;
+  readonly cxDestroyRemoteActiveRq: Counter;
+  readonly cxDestroyLocalActiveRq: Counter;
+  readonly rqRxReset: Counter;
+  readonly rqTooManyPrematureResets: Counter;
   /** Requests answered 503 by the overload action stop_accepting_requests. */
   readonly rqOverloadClose: Counter;
 
@@ -33,6 +41,14 @@ export class HcmStats {
     this.rqHttp2Total = p.counter('downstream_rq_http2_total');
     this.rqTooLarge = p.counter('downstream_rq_too_large');
     this.upgradesTotal = p.counter('downstream_cx_upgrades_total');
+    this.cxDestroy = p.counter('downstream_cx_destroy');
+    this.cxDestroyRemote = p.counter('downstream_cx_destroy_remote');
+    this.cxDestroyLocal = p.counter('downstream_cx_destroy_local');
+    this.cxDestroyActiveRq = p.counter('downstream_cx_destroy_active_rq');
+    this.cxDestroyRemoteActiveRq = p.counter('downstream_cx_destroy_remote_active_rq');
+    this.cxDestroyLocalActiveRq = p.counter('downstream_cx_destroy_local_active_rq');
+    this.rqRxReset = p.counter('downstream_rq_rx_reset');
+    this.rqTooManyPrematureResets = p.counter('downstream_rq_too_many_premature_resets');
     this.rqOverloadClose = p.counter('downstream_rq_overload_close');
   }
 }

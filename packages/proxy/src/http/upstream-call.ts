@@ -115,8 +115,12 @@ export class UpstreamRequest {
 
   // ---- decisions an attempt asks for ----
 
-  /** The attempt got its response head: retry it, or commit the downstream response to it. */
-  onHeaders(att: Attempt, status: number, headers: Headers): boolean {
+  /**
+   * The attempt got its response head: retry it, or commit the downstream response to it.
+   * `endStream`: the head ended the response (HTTP/2 HEADERS with END_STREAM), so it is sent
+   * downstream the same way: a trailers-only gRPC reply stays trailers-only.
+   */
+  onHeaders(att: Attempt, status: number, headers: Headers, endStream: boolean): boolean {
     if (this.done || att !== this.attempt) return false;
     this.activity++;
     this.p.cluster.stats.codes.record(status);
@@ -127,7 +131,7 @@ export class UpstreamRequest {
       this.scheduleRetry();
       return false;
     }
-    this.commit(att, status, headers);
+    this.commit(att, status, headers, endStream);
     return true;
   }
 
@@ -192,7 +196,7 @@ export class UpstreamRequest {
 
   // ---- the committed response ----
 
-  private commit(att: Attempt, status: number, h: Headers): void {
+  private commit(att: Attempt, status: number, h: Headers, endStream: boolean): void {
     this.committed = true;
     const { p } = this;
     const rec = p.rec;
@@ -209,7 +213,7 @@ export class UpstreamRequest {
     p.s.routes.responseHeaders.apply(h, rec);
     rec.filters?.encodeHeaders(status, h);
     rec.responseHeaders = h;
-    p.ex.respond(status, h as OutgoingHttpHeaders, false);
+    p.ex.respond(status, h as OutgoingHttpHeaders, endStream);
     if (this.attempts > 1 && status < 500) this.stats.success.inc();
   }
 
@@ -388,11 +392,12 @@ class Attempt implements Dispatcher.DispatchHandler {
     }
   }
 
-  onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
+  onResponseStart(c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
     if (this.state !== 'pending') return;
     this.clearTimer();
     this.parent.plan.cluster.recordResult(this.host, status);
-    if (this.parent.onHeaders(this, status, headers as Headers)) this.state = 'streaming';
+    const endStream = (c as { endStream?: boolean }).endStream === true;
+    if (this.parent.onHeaders(this, status, headers as Headers, endStream)) this.state = 'streaming';
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {

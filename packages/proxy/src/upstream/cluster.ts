@@ -1,10 +1,8 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { Pool, type Dispatcher } from 'undici';
-import { Duplex, PassThrough, type Readable } from 'node:stream';
-import type { IncomingHttpHeaders } from 'node:http';
-import { H1Pool, type UpstreamRequest } from './h1-pool.ts';
-import { undiciTlsConnector } from '../tls/upstream-connect.ts';
+import type { Dispatcher } from 'undici';
+import { H1Pool, type H1PoolOptions, type UpstreamRequest } from './h1-pool.ts';
+import { H2Pool } from './h2-pool.ts';
 import { socketMatchFor, type ClusterConfig, type EndpointConfig } from './cluster-config.ts';
 import { Host } from './host.ts';
 import { HostSet, type LbPolicy } from './lb.ts';
@@ -238,9 +236,9 @@ export class Cluster {
   }
 
   /**
-   * The HTTP pool for a host: our own HTTP/1.1 pool, or undici for HTTP/2 (TLS ALPN or h2c prior
-   * knowledge). `alpn` (Istio's ALPN override, TLS clusters only) selects a pool of its own, as
-   * Envoy keys connection pools by transport socket options.
+   * The HTTP pool for a host: HTTP/1.1 or HTTP/2 (TLS with ALPN h2, or h2c by prior knowledge).
+   * `alpn` (Istio's ALPN override, TLS clusters only) selects a pool of its own, as Envoy keys
+   * connection pools by transport socket options.
    */
   httpPool(host: Host, http2: boolean, alpn?: readonly string[]): UpstreamDispatcher {
     const override = alpn && alpn.length && host.tls ? alpn : undefined;
@@ -249,16 +247,17 @@ export class Cluster {
     const existing = pools?.get(kind) as UpstreamDispatcher | undefined;
     if (existing) return existing;
     if (!pools) pools = host.pools = new Map();
-    // undici cannot run over an in-process socket: internal endpoints always get the HTTP/1.1 pool.
-    const pool = http2 && !host.internal ? new UndiciDispatcher(this.undiciPool(host, override)) : this.h1Pool(host, override);
+    const opts = this.poolOptions(host, override);
+    // HTTP/2 to internal listener endpoints is refused at config time (cluster-config.ts).
+    const pool = http2 && !host.internal ? new H2Pool({ ...opts, maxConcurrentStreams: this.config.maxConcurrentStreams }) : new H1Pool(opts);
     pools.set(kind, pool);
     return pool;
   }
 
-  private h1Pool(host: Host, alpnOverride?: readonly string[]): H1Pool {
+  private poolOptions(host: Host, alpnOverride?: readonly string[]): H1PoolOptions {
     const cfg = this.config;
     const stats = this.stats;
-    return new H1Pool({
+    return {
       // Pooled HTTP connections carry the endpoint's passthrough metadata only; per-request filter state would split the pool.
       connect: host.internal ? () => connectInternalHost(this, host, undefined) : undefined,
       address: host.address,
@@ -276,36 +275,7 @@ export class Cluster {
       onConnect: () => { stats.cxTotal.value++; stats.cxActive.value++; host.cxTotal++; host.cxActive++; },
       onDisconnect: () => { stats.cxActive.value--; host.cxActive--; },
       onConnectFail: () => { stats.cxConnectFail.value++; host.cxConnectFail++; },
-    });
-  }
-
-  private undiciPool(host: Host, alpnOverride?: readonly string[]): Pool {
-    const cfg = this.config;
-    const tls = host.tls;
-    const origin = `${tls ? 'https' : 'http'}://${host.hostPort}`;
-    const breakers = this.breakers;
-    const pool = new Pool(origin, {
-      // undici cannot share a connection budget across hosts: cap each host at the cluster's limit.
-      connections: Math.min(cfg.limits.maxConnections, cfg.perHostMaxConnections),
-      pipelining: 1,
-      connectTimeout: cfg.connectTimeoutMs,
-      keepAliveTimeout: cfg.idleTimeoutMs,
-      keepAliveMaxTimeout: cfg.idleTimeoutMs,
-      maxRequestsPerClient: cfg.maxRequestsPerConnection || undefined,
-      headersTimeout: 0,
-      bodyTimeout: 0,
-      strictContentLength: false,
-      allowH2: true,
-      // undici 8 reads useH2c at the top level (its typings place it in h2Options): prior-knowledge h2c.
-      ...({ useH2c: !tls } as object),
-      h2Options: { maxConcurrentStreams: Math.min(cfg.maxConcurrentStreams, 1000), connectionWindowSize: 16 << 20, settings: { initialWindowSize: 4 << 20 } },
-      connect: tls ? undiciTlsConnector(tls, ['h2'], this.stats.ssl, alpnOverride) : undefined,
-      ...(cfg.sourceAddress ? { localAddress: cfg.sourceAddress } : {}),
-    });
-    pool.on('connect', () => { this.stats.cxTotal.inc(); this.stats.cxActive.inc(); host.cxTotal++; host.cxActive++; breakers.connections.inc(); });
-    pool.on('disconnect', () => { this.stats.cxActive.dec(); host.cxActive--; breakers.connections.dec(); });
-    pool.on('connectionError', () => { this.stats.cxConnectFail.inc(); host.cxConnectFail++; });
-    return pool;
+    };
   }
 
   /** EDS: new endpoints. Hosts that stay keep their pools, health and outlier state. */
@@ -334,18 +304,6 @@ export interface UpstreamDispatcher {
   close(): void;
 }
 
-class UndiciDispatcher implements UpstreamDispatcher {
-  private readonly pool: Pool;
-  constructor(pool: Pool) { this.pool = pool; }
-  dispatch(req: UpstreamRequest, handler: Dispatcher.DispatchHandler): boolean {
-    // undici drops the bytes of a body that is itself a duplex HTTP/2 stream (measured: empty upstream body);
-    // a PassThrough in between carries them, with backpressure.
-    const body = req.body && isDuplex(req.body) ? req.body.pipe(new PassThrough()) : req.body;
-    return this.pool.dispatch({ path: req.path, method: req.method, headers: req.headers as IncomingHttpHeaders, body }, handler);
-  }
-  close(): void { void this.pool.close(); }
-}
-
 function parseHostPort(v: string): { address: string; port: number } | undefined {
   const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(v.trim());
   if (!m || !isIP(m[1])) return undefined;
@@ -355,6 +313,3 @@ function parseHostPort(v: string): { address: string; port: number } | undefined
 export { UpstreamResult } from './outlier.ts';
 export { isOverflow, UPSTREAM_OVERFLOW } from './h1-pool.ts';
 
-function isDuplex(r: Readable): boolean {
-  return r instanceof Duplex;
-}

@@ -15,6 +15,7 @@ import type { StatsStore } from '../../../stats/store.ts';
 import type { RequestRecord } from '../../../http/request-record.ts';
 import type { TrafficDirection } from '../../http/types.ts';
 import { handleUpgrade, handleH1Connect, handleH2Connect } from '../../../http/upgrade.ts';
+import { DownstreamH2Session, Http2CodecStats } from './h2-session.ts';
 import { NEVER_DRAIN, type DrainManager } from '../../../core/drain.ts';
 
 /**
@@ -38,9 +39,11 @@ export class HttpConnectionManager {
   private readonly h1: H1Host;
   private readonly h2: Http2Server;
   private readonly h1Connections = new Set<H1Connection>();
-  private readonly sessions = new Map<Http2Session, ConnInfo>();
+  private readonly sessions = new Map<Http2Session, { conn: ConnInfo; h2: DownstreamH2Session }>();
   /** The connection being handed to the HTTP/2 server ('session' fires synchronously inside emit). */
   private pendingConn: ConnInfo | undefined;
+  private pendingSocket: Socket | undefined;
+  private readonly codecStats: Http2CodecStats;
   private readonly sockets = new Set<Socket>();
   private draining = false;
   /** The listener's: decides per response whether the connection should go away (drain, health check failed, overload). */
@@ -79,6 +82,7 @@ export class HttpConnectionManager {
       this.rdsUser = user;
       this.settings = { ...this.settings, routes: config.rds.attach(user) };
     }
+    this.codecStats = new Http2CodecStats(store);
     this.h1 = this.createH1();
     this.h2 = this.createH2();
   }
@@ -114,9 +118,11 @@ export class HttpConnectionManager {
 
   private createH2(): Http2Server {
     const c = this.config;
+    const limits = { maxHeaderBytes: c.maxRequestHeadersKb * 1024, maxHeadersCount: c.maxHeadersCount };
     const server = createH2Server({
       maxSessionMemory: 64,
-      maxHeaderListPairs: c.maxHeadersCount + 1,
+      // The HCM's own check (DownstreamH2Session.admit) decides on counts; node's cap sits above it.
+      maxHeaderListPairs: c.maxHeadersCount + 8,
       maxSendHeaderBlockLength: 1 << 20,
       settings: {
         maxConcurrentStreams: Math.min(c.h2MaxConcurrentStreams, 2 ** 31 - 1),
@@ -125,17 +131,21 @@ export class HttpConnectionManager {
       },
     });
     server.on('session', (session: Http2Session) => {
-      if (!this.pendingConn) { session.destroy(); return; }
-      this.sessions.set(session, this.pendingConn);
+      const conn = this.pendingConn, socket = this.pendingSocket;
       this.pendingConn = undefined;
+      this.pendingSocket = undefined;
+      if (!conn || !socket) { session.destroy(); return; }
+      this.sessions.set(session, { conn, h2: new DownstreamH2Session(session, socket, this.settings.stats, this.codecStats, limits) });
       session.once('close', () => this.sessions.delete(session));
       // Over TLS the session's native handle appears only once it is set up ('connect').
       const setWindow = (): void => session.setLocalWindowSize(Math.min(c.h2InitialConnectionWindow, 2 ** 31 - 1));
       if (session.connecting) session.once('connect', setWindow); else setWindow();
       if (this.draining) session.goaway(h2c.NGHTTP2_NO_ERROR);
     });
-    server.on('stream', (stream: ServerHttp2Stream, headers: H2Headers, flags: number) => this.onH2Stream(stream, headers, flags));
-    server.on('sessionError', () => this.settings.stats.cxProtocolError.inc());
+    server.on('stream', (stream: ServerHttp2Stream, headers: H2Headers, flags: number, rawHeaders: string[]) => this.onH2Stream(stream, headers, flags, rawHeaders));
+    server.on('sessionError', (_err: Error, session: Http2Session) => {
+      if (!this.sessions.get(session)?.h2.calmedDown) this.settings.stats.cxProtocolError.inc();
+    });
     server.setTimeout(c.idleTimeoutMs);
     return server;
   }
@@ -172,19 +182,22 @@ export class HttpConnectionManager {
   private toH2(socket: Socket, conn: ConnInfo): void {
     this.settings.stats.cxHttp2Total.inc();
     this.pendingConn = conn;
+    this.pendingSocket = socket;
     // A server-side TLSSocket we wrapped ourselves never emits 'secureConnect', which node's HTTP/2
     // session waits for while `secureConnecting` is set; the handshake is already done here.
     if (conn.tls) (socket as Socket & { secureConnecting?: boolean }).secureConnecting = false;
     this.h2.emit('connection', socket);
   }
 
-  private onH2Stream(stream: ServerHttp2Stream, headers: H2Headers, flags: number): void {
+  private onH2Stream(stream: ServerHttp2Stream, headers: H2Headers, flags: number, rawHeaders: string[]): void {
     stream.on('error', ignore);
-    const conn = stream.session ? this.sessions.get(stream.session) : undefined;
-    if (!conn) { stream.close(h2c.NGHTTP2_INTERNAL_ERROR); return; }
+    const owner = stream.session ? this.sessions.get(stream.session) : undefined;
+    if (!owner) { stream.close(h2c.NGHTTP2_INTERNAL_ERROR); return; }
+    if (!owner.h2.admit(stream, rawHeaders)) return;
     this.settings.stats.rqHttp2Total.value++;
-    if (headers[':method'] === 'CONNECT') { handleH2Connect(this, stream, headers, conn); return; }
-    routeRequest(new H2Exchange(stream, headers, (flags & h2c.NGHTTP2_FLAG_END_STREAM) !== 0, conn), this.settings);
+    if (headers[':method'] === 'CONNECT') { handleH2Connect(this, stream, headers, owner.conn); return; }
+    const endStream = (flags & h2c.NGHTTP2_FLAG_END_STREAM) !== 0;
+    routeRequest(new H2Exchange(stream, headers, endStream, owner.conn, this.config.streamIdleTimeoutMs), this.settings);
   }
 
   /** Stop taking new requests on existing connections: GOAWAY on HTTP/2, `connection: close` on HTTP/1. */
