@@ -10,8 +10,10 @@ import type { Workload } from './state/model.ts';
 
 export interface TrackedConnection {
   readonly direction: 'inbound' | 'outbound';
-  /** The local workload (pod) this connection belongs to. */
-  readonly workloadUid: string;
+  /** The proxy it belongs to: the pod's uid from the CNI (the dump's key) in in-pod mode. */
+  readonly proxyUid: string;
+  /** The local workload's WDS uid (its policies decide inbound; its removal closes the connection). */
+  readonly localUid: string;
   readonly src: string;
   /** outbound: what the app dialled; inbound: the service host the caller named (Forwarded host=), else null. */
   readonly originalDst: string | null;
@@ -33,7 +35,7 @@ export class ConnectionManager {
     this.state = state;
     state.subscribe({
       policiesChanged: () => this.recheck(),
-      workloadRemoved: (w) => this.closeWorkload(w.uid, 'connection closed due to workload removal'),
+      workloadRemoved: (w) => this.closeMatching((c) => c.localUid === w.uid, 'connection closed due to workload removal'),
     });
   }
 
@@ -50,7 +52,7 @@ export class ConnectionManager {
   recheck(): void {
     for (const c of [...this.open]) {
       if (c.direction !== 'inbound' || !c.facts) continue;
-      const w = this.state.workloadsByUid.get(c.workloadUid);
+      const w = this.state.workloadsByUid.get(c.localUid);
       if (!w) continue;
       const d = decideIstio(this.state.policiesFor(w), c.facts);
       if (!d.allowed) {
@@ -61,10 +63,15 @@ export class ConnectionManager {
     }
   }
 
-  closeWorkload(uid: string, reason: string): number {
+  /** Closes every connection of one proxy (a pod drained). */
+  closeProxy(proxyUid: string, reason: string): number {
+    return this.closeMatching((c) => c.proxyUid === proxyUid, reason);
+  }
+
+  private closeMatching(match: (c: TrackedConnection) => boolean, reason: string): number {
     let n = 0;
     for (const c of [...this.open]) {
-      if (c.workloadUid !== uid) continue;
+      if (!match(c)) continue;
       this.open.delete(c);
       c.close(reason);
       n++;
@@ -73,10 +80,10 @@ export class ConnectionManager {
   }
 
   /** ztunnel's connections dump for one workload. */
-  connectionsOf(uid: string): { inbound: ConnectionDumpEntry[]; outbound: ConnectionDumpEntry[] } {
+  connectionsOf(proxyUid: string): { inbound: ConnectionDumpEntry[]; outbound: ConnectionDumpEntry[] } {
     const inbound: ConnectionDumpEntry[] = [], outbound: ConnectionDumpEntry[] = [];
     for (const c of this.open) {
-      if (c.workloadUid !== uid) continue;
+      if (c.proxyUid !== proxyUid) continue;
       (c.direction === 'inbound' ? inbound : outbound).push({ src: c.src, originalDst: c.originalDst, actualDst: c.actualDst, protocol: c.protocol });
     }
     return { inbound, outbound };

@@ -20,7 +20,7 @@ export { typeForUrl } from '@skua/proxy/xds/protos.ts';
 export {
   listenInNetns, netnsAvailable, SeqpacketServer, SeqpacketSocket, socketInNetns, udpInNetns, type NetnsSocketOptions, type SeqpacketMessage,
 } from '@skua/proxy/sys/netns.ts';
-export { getOriginalDst, originalDestination } from '@skua/proxy/sys/sockopt.ts';
+export { createSocket, getOriginalDst, originalDestination } from '@skua/proxy/sys/sockopt.ts';
 export { DnsProxy } from '@skua/proxy/dns/server.ts';
 export { Forwarder, readResolvConf } from '@skua/proxy/dns/forward.ts';
 export { NameTable, type NameInfo } from '@skua/proxy/dns/table.ts';

@@ -48,8 +48,8 @@ describe('config_dump', () => {
 
   test("the in-pod workload state has the fixture's shape", () => {
     const w = state.workloadByAddress('', '10.244.2.58')!;
-    const untrack = connections.track({ direction: 'inbound', workloadUid: w.uid, src: '10.244.2.55:35078', originalDst: null, actualDst: '10.244.2.58:80', protocol: 'HBONE', close: () => {} });
-    connections.track({ direction: 'outbound', workloadUid: w.uid, src: '10.244.2.58:35380', originalDst: '10.96.115.16:443', actualDst: '10.244.2.8:8443', protocol: 'TCP', close: () => {} });
+    const untrack = connections.track({ direction: 'inbound', proxyUid: w.uid, localUid: w.uid, src: '10.244.2.55:35078', originalDst: null, actualDst: '10.244.2.58:80', protocol: 'HBONE', close: () => {} });
+    connections.track({ direction: 'outbound', proxyUid: w.uid, localUid: w.uid, src: '10.244.2.58:35380', originalDst: '10.96.115.16:443', actualDst: '10.244.2.8:8443', protocol: 'TCP', close: () => {} });
     const dump = configDump(state, connections, [], [{ uid: w.uid, name: w.name, namespace: w.namespace, serviceAccount: w.serviceAccount, state: 'Up' }]) as { workloadState: Record<string, Json> };
     const ours = dump.workloadState[w.uid];
     const theirs = Object.values(DUMP.workloadState)[0];
