@@ -117,7 +117,8 @@ describe('skua-ztunnel end to end (one node, TCP workloads)', { skip, timeout: 1
     assert.ok(`/${client.ip}` in dump.workloads);
   });
 
-  test('STRICT pushed live: the open plaintext connection closes within a second, new ones are refused', async () => {
+  /** An app connection from the client pod to the VIP, through the client pod's capture. */
+  async function openFromClient(): Promise<{ conn: net.Socket; data: Buffer[] }> {
     const fd = openSync(client.path, 'r');
     let conn: net.Socket;
     try {
@@ -130,6 +131,22 @@ describe('skua-ztunnel end to end (one node, TCP workloads)', { skip, timeout: 1
     conn.on('data', (c: Buffer) => data.push(c));
     conn.on('error', () => {});
     await waitFor(() => Buffer.concat(data).toString().startsWith('peer='), 'the greeting');
+    return { conn, data };
+  }
+
+  test("a deleted workload's connections close", async () => {
+    const { conn } = await openFromClient();
+    const before = wds;
+    publish(wds.filter((r) => (r.workload as Json | undefined)?.name !== 'server'));
+    await once(conn, 'end');
+    conn.destroy();
+    await waitFor(() => logs.some((l) => l.includes('connection closed due to workload removal')), 'the access log of the closed connection');
+    publish(before);
+    for (let i = 0; i < 50 && !(await send(client.netns, '10.96.0.10', 80, 4)).startsWith('peer='); i++) await new Promise((r) => setTimeout(r, 100));
+  });
+
+  test('STRICT pushed live: the open plaintext connection closes within a second, new ones are refused', async () => {
+    const { conn, data } = await openFromClient();
     conn.write('ping\n');
     await waitFor(() => Buffer.concat(data).toString().endsWith('ping\n'), 'the echo');
     const pushed = performance.now();
