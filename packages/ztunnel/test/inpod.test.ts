@@ -14,7 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { promisify } from 'node:util';
-import { getOriginalDst, listenInNetns, netnsAvailable, socketInNetns } from '../src/core.ts';
+import { getOriginalDst, listenInNetns, netnsAvailable, SeqpacketServer, socketInNetns } from '../src/core.ts';
+import { decodeAck, decodeHello, encodeRequest } from '../src/inpod/zds-messages.ts';
 import { CniStandIn } from '../src/cni/standin.ts';
 import { createNode, createPod, deleteNode, deletePod, type NodeNetwork } from '../src/cni/pods.ts';
 import { WorkloadManager, type InpodWorkload } from '../src/inpod/workload-manager.ts';
@@ -156,4 +157,31 @@ describe('in-pod mode: ZDS and the pod namespaces', { skip }, () => {
     assert.equal(started.length, before);
     assert.equal(await dialFrom(POD_A.name, '10.0.0.1', 443), 'a:15001');
   });
+
+  test('a request ztunnel cannot use is nacked with the reason; the connection stays up', async () => {
+    const raw = new SeqpacketServer(join(dir, 'raw.sock'));
+    const accepted = raw.accept();
+    const m2 = new WorkloadManager(async () => ({ close: async () => {} }));
+    const c2 = new ZdsClient(join(dir, 'raw.sock'), m2);
+    c2.start();
+    const peer = (await accepted)!;
+    try {
+      assert.equal(decodeHello((await peer.receive())!.data), 1);
+      const ask = async (bytes: Uint8Array, fds: number[] = []): Promise<string | undefined> => {
+        peer.send(bytes, fds);
+        return decodeAck((await peer.receive())!.data);
+      };
+      assert.equal(await ask(encodeRequest({ kind: 'add', uid: 'u1', info: info('x') })), 'AddWorkload u1: expected exactly one netns fd, got 0');
+      assert.match(await ask(Buffer.from([0xff, 0xff, 0xff])) ?? '', /index out of range/);
+      assert.equal(await ask(encodeRequest({ kind: 'snapshot_sent' })), '');
+      assert.equal(await ask(encodeRequest({ kind: 'snapshot_sent' })), 'pod snapshot received already');
+      assert.equal(await ask(encodeRequest({ kind: 'keep', uid: 'u2' })), 'pod keep received after snapshot');
+      assert.equal(c2.connected, true);
+    } finally {
+      await c2.stop();
+      peer.close();
+      raw.close();
+    }
+  });
 });
+
