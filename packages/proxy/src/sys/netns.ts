@@ -80,9 +80,13 @@ export interface SeqpacketMessage {
 
 const POLL_MS = 200;
 
-/** One end of a unix SEQPACKET connection: whole messages, optionally with file descriptors. */
-export class SeqpacketSocket {
-  private fd: number;
+function wait(fd: number, accept: number): Promise<unknown> {
+  return new Promise((resolve, reject) => native().seqpacketWait(fd, accept, POLL_MS, (err, result) => (err ? reject(err) : resolve(result))));
+}
+
+/** An fd waited on by the libuv pool (one wait at a time, 200 ms polls): close() lands once the wait returns. */
+abstract class PolledFd {
+  protected fd: number;
   private waiting = false;
   private closing = false;
 
@@ -90,12 +94,41 @@ export class SeqpacketSocket {
     this.fd = fd;
   }
 
-  static connect(path: string): SeqpacketSocket {
-    return new SeqpacketSocket(native().seqpacketConnect(path));
-  }
-
   get closed(): boolean {
     return this.fd < 0 || this.closing;
+  }
+
+  /** Waits until a result arrives (undefined after close()); `accept` waits for a connection, else a message. */
+  protected async next<T>(accept: 0 | 1): Promise<T | undefined> {
+    if (this.waiting) throw new Error('one wait at a time');
+    this.waiting = true;
+    try {
+      for (;;) {
+        if (this.closing) return undefined;
+        const r = await wait(this.fd, accept) as T | null;
+        if (r !== null) return r;
+      }
+    } finally {
+      this.waiting = false;
+      if (this.closing) this.release();
+    }
+  }
+
+  /** Closes now, or as soon as a pending wait returns. */
+  close(): void {
+    this.closing = true;
+    if (!this.waiting) this.release();
+  }
+
+  private release(): void {
+    if (this.fd >= 0) { closeSync(this.fd); this.fd = -1; }
+  }
+}
+
+/** One end of a unix SEQPACKET connection: whole messages, optionally with file descriptors. */
+export class SeqpacketSocket extends PolledFd {
+  static connect(path: string): SeqpacketSocket {
+    return new SeqpacketSocket(native().seqpacketConnect(path));
   }
 
   send(data: Uint8Array, fds: readonly number[] = []): void {
@@ -105,68 +138,21 @@ export class SeqpacketSocket {
 
   /** The next message; undefined at end of stream or after close(). */
   async receive(): Promise<SeqpacketMessage | undefined> {
-    if (this.waiting) throw new Error('one receive at a time');
-    this.waiting = true;
-    try {
-      for (;;) {
-        if (this.closing) return undefined;
-        const r = await wait(this.fd, 0) as SeqpacketMessage | null;
-        if (r === null) continue;
-        if (r.data.length === 0 && r.fds.length === 0) return undefined;
-        return r;
-      }
-    } finally {
-      this.waiting = false;
-      if (this.closing) this.release();
-    }
+    const m = await this.next<SeqpacketMessage>(0);
+    if (!m || (m.data.length === 0 && m.fds.length === 0)) return undefined;
+    return m;
   }
-
-  /** Closes now, or as soon as a pending receive returns (it polls every 200 ms). */
-  close(): void {
-    this.closing = true;
-    if (!this.waiting) this.release();
-  }
-
-  private release(): void {
-    if (this.fd >= 0) { closeSync(this.fd); this.fd = -1; }
-  }
-}
-
-function wait(fd: number, accept: number): Promise<unknown> {
-  return new Promise((resolve, reject) => native().seqpacketWait(fd, accept, POLL_MS, (err, result) => (err ? reject(err) : resolve(result))));
 }
 
 /** A listening unix SEQPACKET socket (the CNI side of ZDS). */
-export class SeqpacketServer {
-  private fd: number;
-  private waiting = false;
-  private closing = false;
-
+export class SeqpacketServer extends PolledFd {
   constructor(path: string) {
-    this.fd = native().seqpacketListen(path);
+    super(native().seqpacketListen(path));
   }
 
   /** The next connection; undefined after close(). */
   async accept(): Promise<SeqpacketSocket | undefined> {
-    this.waiting = true;
-    try {
-      for (;;) {
-        if (this.closing) return undefined;
-        const fd = await wait(this.fd, 1) as number | null;
-        if (fd !== null) return new SeqpacketSocket(fd);
-      }
-    } finally {
-      this.waiting = false;
-      if (this.closing) this.release();
-    }
-  }
-
-  close(): void {
-    this.closing = true;
-    if (!this.waiting) this.release();
-  }
-
-  private release(): void {
-    if (this.fd >= 0) { closeSync(this.fd); this.fd = -1; }
+    const fd = await this.next<number>(1);
+    return fd === undefined ? undefined : new SeqpacketSocket(fd);
   }
 }
