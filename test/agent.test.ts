@@ -11,7 +11,7 @@ import path from 'node:path';
 import { cleanup, freePort, proxyMain, runProxyCli, type Json } from './lib/proxy.ts';
 import { startHttpBackend, type Backend, type EchoReply } from './lib/backends.ts';
 import { startTestAds, type TestAds } from './lib/ads-server.ts';
-import { TYPE_URL } from '../packages/proxy/src/xds/discovery.ts';
+import { TYPE_URL } from '../packages/proxy/src/api/xds.ts';
 
 const HCM = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 

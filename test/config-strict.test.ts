@@ -14,9 +14,7 @@ import { request } from './lib/client.ts';
 import { simpleHttp, T } from './lib/config.ts';
 import { startTestAds, type EncodedResource, type TestAds } from './lib/ads-server.ts';
 import { adsBootstrap } from './lib/controlplane.ts';
-import { encodeResource, structPlain, toPlainMessage } from '../packages/proxy/src/xds/encode.ts';
-import { typeForUrl } from '../packages/proxy/src/xds/protos.ts';
-import { TYPE_URL } from '../packages/proxy/src/xds/discovery.ts';
+import { encodeResource, structPlain, toPlainMessage, typeForUrl, TYPE_URL } from '../packages/proxy/src/api/xds.ts';
 
 const HCM_NAME = 'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 const F0 = 'static_resources.listeners[0].filter_chains[0].filters[0].typed_config';

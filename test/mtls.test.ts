@@ -17,7 +17,7 @@ import { request, sleep } from './lib/client.ts';
 import { bootstrap, chain, hcm, listener, routeTo, vhost, T } from './lib/config.ts';
 import { istioDownstreamTls, meshCluster, startLocalCa, workload, type LocalCa, type Workload } from './lib/mesh.ts';
 import { CertificateAuthority } from '../packages/controlplane/src/ca/authority.ts';
-import { makeCsr, newKeyPair, privateKeyPem } from '../packages/proxy/src/tls/x509.ts';
+import { makeCsr, newKeyPair, privateKeyPem } from '../packages/proxy/src/api/identity.ts';
 
 const REVIEWS = 'spiffe://cluster.local/ns/default/sa/reviews';
 const TLS_CHAIN_MATCH = { transport_protocol: 'tls', application_protocols: ['istio-peer-exchange', 'istio'] };

@@ -11,10 +11,9 @@ import { cleanup, startProxy, freePort, type Json } from './lib/proxy.ts';
 import { startHttpBackend, type Backend } from './lib/backends.ts';
 import { parseResponses, readUntil, hasResponses, sleep } from './lib/client.ts';
 import { simpleHttp } from './lib/config.ts';
-import { compileBootstrap } from '../packages/proxy/src/config/bootstrap.ts';
-import { ProxyServer } from '../packages/proxy/src/server.ts';
+import { compileBootstrap, ProxyServer } from '../packages/proxy/src/api/envoy.ts';
 import { overloadState } from '../packages/proxy/src/core/overload.ts';
-import { ConfigError } from '../packages/proxy/src/core/errors.ts';
+import { ConfigError } from '../packages/proxy/src/api/core.ts';
 
 const CONNECTIONS_MONITOR = {
   name: 'envoy.resource_monitors.global_downstream_max_connections',

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { Server as GrpcServer, ServerCredentials, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
 import { cleanup, freePort, proxyMain } from './lib/proxy.ts';
 import { startTestAds, type TestAds } from './lib/ads-server.ts';
-import { TYPE_URL } from '../packages/proxy/src/xds/discovery.ts';
+import { TYPE_URL } from '../packages/proxy/src/api/xds.ts';
 
 const PROMTOOL = '/usr/bin/promtool';
 // Envoy's exposition style (no HELP, no _total on some counters): the lints the proxy's own output has.

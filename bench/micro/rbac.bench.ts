@@ -1,10 +1,8 @@
 import type { Bench } from 'tinybench';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { Msg } from '../../packages/proxy/src/config/fields.ts';
-import { normalizeKeys } from '../../packages/proxy/src/config/normalize.ts';
-import { compileRbac } from '../../packages/proxy/src/policy/engine.ts';
-import type { AuthzFacts } from '../../packages/proxy/src/policy/facts.ts';
+import { Msg, normalizeKeys } from '../../packages/proxy/src/api/core.ts';
+import { compileRbac, type AuthzFacts } from '../../packages/proxy/src/api/policy.ts';
 
 /**
  * RBAC decisions on istiod's single-policy golden (2 policies, every source/operation/condition

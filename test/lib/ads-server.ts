@@ -5,11 +5,9 @@
 // names nobody asked for) and read the ACK/NACK that answers each.
 import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
 import {
-  DELTA_METHOD, SOTW_METHOD, decodeDeltaRequest, decodeSotwRequest, encodeDeltaResponse, encodeSotwResponse,
+  DELTA_METHOD, SOTW_METHOD, decodeDeltaRequest, decodeSotwRequest, encodeDeltaResponse, encodeSotwResponse, encodeResource, resourceName,
   type AnyBytes, type DeltaRequest, type DeltaResource, type SotwRequest,
-} from '../../packages/proxy/src/xds/discovery.ts';
-import { encodeResource } from '../../packages/proxy/src/xds/encode.ts';
-import { resourceName } from '../../packages/proxy/src/xds/types.ts';
+} from '../../packages/proxy/src/api/xds.ts';
 
 type Json = Record<string, unknown>;
 

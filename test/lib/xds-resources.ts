@@ -1,9 +1,7 @@
 // xDS resources and probes for the xDS contract tests: listeners that say which listener served
 // (x-listener), clusters, config_dump lookups, and crafted Anys (bytes that do not decode, a
 // filter whose typed_config names a type nobody knows).
-import { TYPE_URL, type AnyBytes } from '../../packages/proxy/src/xds/discovery.ts';
-import { encodeResource, toPlainMessage } from '../../packages/proxy/src/xds/encode.ts';
-import { typeForUrl } from '../../packages/proxy/src/xds/protos.ts';
+import { TYPE_URL, encodeResource, toPlainMessage, typeForUrl, type AnyBytes } from '../../packages/proxy/src/api/xds.ts';
 import { request, run, sleep } from './client.ts';
 import type { Json, RunningProxy } from './proxy.ts';
 import { T } from './config.ts';

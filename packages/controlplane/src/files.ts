@@ -10,9 +10,7 @@
 import { readdirSync, readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { encodeResource } from '@skua/proxy/xds/encode.ts';
-import { resourceName } from '@skua/proxy/xds/types.ts';
-import { TYPE_URL } from '@skua/proxy/xds/discovery.ts';
+import { encodeResource, resourceName, TYPE_URL } from '@skua/proxy/xds';
 import { contentVersion, selectorOf, type CpResource, type ResourceGroup } from './ads/resources.ts';
 
 type Json = Record<string, unknown>;

@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   decodeDeltaResponse, decodeSotwResponse, encodeDeltaRequest, encodeSotwRequest, TYPE_URL,
-} from '@skua/proxy/xds/discovery.ts';
+} from '@skua/proxy/xds';
 import { Snapshot } from '../src/ads/snapshot.ts';
 import { SotwStream } from '../src/ads/sotw-stream.ts';
 import { DeltaStream } from '../src/ads/delta-stream.ts';

@@ -9,8 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import { CertificateAuthority } from '../src/ca/authority.ts';
 import { startCaServer, type CaServer } from '../src/ca/server.ts';
 import { TokenAuthority } from '../src/ca/token.ts';
-import { CaError, createCertificate, type CaClientOptions } from '@skua/proxy/tls/ca-client.ts';
-import { makeCsr, newKeyPair, privateKeyPem } from '@skua/proxy/tls/x509.ts';
+import { CaError, createCertificate, type CaClientOptions, makeCsr, newKeyPair, privateKeyPem } from '@skua/proxy/identity';
 
 const TD = 'cluster.local';
 const ID = `spiffe://${TD}/ns/default/sa/productpage`;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CertificateAuthority, IssueError } from '../src/ca/authority.ts';
 import { TokenAuthority, TokenError } from '../src/ca/token.ts';
-import { makeCsr, newKeyPair } from '@skua/proxy/tls/x509.ts';
+import { makeCsr, newKeyPair } from '@skua/proxy/identity';
 
 const ID = 'spiffe://cluster.local/ns/default/sa/productpage';
 

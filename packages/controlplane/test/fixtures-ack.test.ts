@@ -6,13 +6,9 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { loadFile } from '../src/files.ts';
-import { decodeResource } from '@skua/proxy/xds/decode.ts';
-import { TYPE_URL } from '@skua/proxy/xds/discovery.ts';
-import { DynamicConfig } from '@skua/proxy/xds/dynamic-config.ts';
-import { ClusterManager } from '@skua/proxy/upstream/manager.ts';
-import { ListenerManager } from '@skua/proxy/listener/manager.ts';
-import { StatsStore } from '@skua/proxy/stats/store.ts';
-import type { XdsResource } from '@skua/proxy/xds/types.ts';
+import { decodeResource, TYPE_URL } from '@skua/proxy/xds';
+import { DynamicConfig, ClusterManager, ListenerManager, StatsStore } from '@skua/proxy/envoy';
+import type { XdsResource } from '@skua/proxy/xds';
 
 const FIXTURES = fileURLToPath(new URL('../../../../shared/fixtures/istio-istio/istioctl/pkg/', import.meta.url));
 const FILES = [

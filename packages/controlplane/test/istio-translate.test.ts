@@ -7,15 +7,14 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { parse } from 'yaml';
-import { normalizeKeys } from '@skua/proxy/config/normalize.ts';
+import { normalizeKeys } from '@skua/proxy/core';
 import { readText } from '../src/istio/documents.ts';
 import { buildMesh, collect, resourcesOf } from '../src/istio/build/build.ts';
 import { rbacFilters } from '../src/istio/authz/rbac.ts';
 import { authorizationForZtunnel, peerAuthenticationForZtunnel } from '../src/istio/authz/wds.ts';
 import { translateMesh } from '../src/mesh/translate.ts';
 import { meshGroups } from '../src/mesh/source.ts';
-import { decodeResource } from '@skua/proxy/xds/decode.ts';
-import { TYPE_URL } from '@skua/proxy/xds/discovery.ts';
+import { decodeResource, TYPE_URL } from '@skua/proxy/xds';
 import type { AuthorizationPolicy, PeerAuthentication } from '../src/istio/types.ts';
 import { acceptedByProxy, BOOKINFO_PLATFORM, bookinfoPlatform, byName, fixture } from './lib/istio-fixtures.ts';
 

@@ -9,13 +9,9 @@ import { parse } from 'yaml';
 import { parseMesh, type Mesh } from '../src/mesh/model.ts';
 import { translateMesh } from '../src/mesh/translate.ts';
 import { meshGroups } from '../src/mesh/source.ts';
-import { decodeResource } from '@skua/proxy/xds/decode.ts';
-import { TYPE_URL } from '@skua/proxy/xds/discovery.ts';
-import { DynamicConfig } from '@skua/proxy/xds/dynamic-config.ts';
-import { ClusterManager } from '@skua/proxy/upstream/manager.ts';
-import { ListenerManager } from '@skua/proxy/listener/manager.ts';
-import { StatsStore } from '@skua/proxy/stats/store.ts';
-import type { XdsResource } from '@skua/proxy/xds/types.ts';
+import { decodeResource, TYPE_URL } from '@skua/proxy/xds';
+import { DynamicConfig, ClusterManager, ListenerManager, StatsStore } from '@skua/proxy/envoy';
+import type { XdsResource } from '@skua/proxy/xds';
 
 type Json = Record<string, unknown>;
 const FIX = new URL('../../../../shared/fixtures/istio-istio/istioctl/pkg/', import.meta.url);

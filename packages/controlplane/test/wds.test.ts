@@ -11,8 +11,7 @@ import { parse } from 'yaml';
 import { Snapshot } from '../src/ads/snapshot.ts';
 import { AdsServer } from '../src/ads/server.ts';
 import { FileSource, groupOf } from '../src/files.ts';
-import { TYPE_URL } from '@skua/proxy/xds/discovery.ts';
-import { decodeResource } from '@skua/proxy/xds/decode.ts';
+import { TYPE_URL, decodeResource } from '@skua/proxy/xds';
 import { DeltaClient, sotwProbe } from './lib/delta-client.ts';
 
 type Json = Record<string, unknown>;

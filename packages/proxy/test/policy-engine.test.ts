@@ -7,7 +7,7 @@ import { parse as parseYaml } from 'yaml';
 import { Msg } from '../src/config/fields.ts';
 import { ConfigError } from '../src/core/errors.ts';
 import { normalizeKeys } from '../src/config/normalize.ts';
-import { compileRe2 } from '../src/policy/regex.ts';
+import { compileRe2 } from '../src/matchers/regex.ts';
 import { compileRbac } from '../src/policy/engine.ts';
 import { compilePrincipal, compilePermission } from '../src/policy/rules.ts';
 import { compileHttpRbac } from '../src/filters/http/rbac/config.ts';

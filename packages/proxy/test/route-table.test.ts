@@ -131,7 +131,7 @@ describe('RouteTable: path matching', () => {
       configError(() => oneHost([fwd('sep', { path_separated_prefix: bad })]), 'route_config.virtual_hosts[0].routes[0].match.path_separated_prefix');
     }
   });
-  test('case_sensitive: false folds prefix, path, regex and path_separated_prefix', () => {
+  test('case_sensitive: false folds prefix, path and path_separated_prefix, never safe_regex (as in Envoy)', () => {
     const t = oneHost([
       fwd('prefix', { prefix: '/API', case_sensitive: false }),
       fwd('path', { path: '/Login', case_sensitive: { value: false } }),
@@ -140,7 +140,8 @@ describe('RouteTable: path matching', () => {
     ]);
     assert.equal(pick(t, '/api/x'), 'prefix');
     assert.equal(pick(t, '/LOGIN?next=/'), 'path');
-    assert.equal(pick(t, '/IMG/CAT.PNG'), 're');
+    assert.equal(pick(t, '/img/cat.png'), 're');
+    assert.equal(pick(t, '/IMG/CAT.PNG'), undefined, "Envoy: case_sensitive is 'Ignored for safe_regex matching'");
     assert.equal(pick(t, '/docs/a'), 'sep');
   });
   test('a match needs one path specifier', () => {

@@ -11,7 +11,7 @@ import { Msg } from '../src/config/fields.ts';
 import { ConfigError } from '../src/core/errors.ts';
 import { compileDownstreamTls, compileUpstreamTls, nodeCiphers } from '../src/tls/context.ts';
 import { SecretStore, tlsCertificateSecret, validationSecret } from '../src/tls/secrets.ts';
-import { sansMatch } from '../src/tls/validation.ts';
+import { sansMatch } from '../src/matchers/san.ts';
 import { compileCluster, socketMatchFor } from '../src/upstream/cluster-config.ts';
 import { makeCsr, newKeyPair, privateKeyPem } from '../src/tls/x509.ts';
 import { CertificateAuthority } from '../../controlplane/src/ca/authority.ts';

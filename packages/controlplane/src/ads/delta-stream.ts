@@ -4,7 +4,7 @@
  * removals are named. Sent versions count as held (NACKed content is not re-sent until it
  * changes, as istiod does).
  */
-import { decodeDeltaRequest, encodeDeltaResponse, type DeltaResource } from '@skua/proxy/xds/discovery.ts';
+import { decodeDeltaRequest, encodeDeltaResponse, type DeltaResource } from '@skua/proxy/xds';
 import { setVersion } from './resources.ts';
 import { StreamBase } from './stream-base.ts';
 

@@ -4,7 +4,7 @@
  * restarted control plane reports the same versions and clients are not re-sent what they have.
  */
 import { createHash } from 'node:crypto';
-import type { AnyBytes } from '@skua/proxy/xds/discovery.ts';
+import type { AnyBytes } from '@skua/proxy/xds';
 
 export interface CpResource {
   readonly name: string;

@@ -3,7 +3,7 @@
  * Delta streams over one snapshot, pushing to every open stream when the snapshot changes.
  */
 import { Server, ServerCredentials, type ServerDuplexStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
-import { DELTA_METHOD, SOTW_METHOD } from '@skua/proxy/xds/discovery.ts';
+import { DELTA_METHOD, SOTW_METHOD } from '@skua/proxy/xds';
 import type { Snapshot } from './snapshot.ts';
 import { SotwStream } from './sotw-stream.ts';
 import { DeltaStream } from './delta-stream.ts';

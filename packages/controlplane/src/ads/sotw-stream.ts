@@ -3,8 +3,7 @@
  * we last sent. Responses go out when the subscription or the resources change; stale
  * nonces are ignored; NACKs are recorded and the same version is not re-sent.
  */
-import { encodeSotwResponse, decodeSotwRequest } from '@skua/proxy/xds/discovery.ts';
-import { DELTA_ONLY, SOTW_FULL_STATE } from '@skua/proxy/xds/types.ts';
+import { encodeSotwResponse, decodeSotwRequest, DELTA_ONLY, SOTW_FULL_STATE } from '@skua/proxy/xds';
 import { setVersion, type CpResource } from './resources.ts';
 import { StreamBase } from './stream-base.ts';
 

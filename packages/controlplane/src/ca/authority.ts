@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPrivateKey, X509Certificate as NodeX509 } from 'node:crypto';
-import { x509, importSigningKey, type CryptoKey, newKeyPair, privateKeyPem, randomSerial, splitPem, type SigningKey } from '@skua/proxy/tls/x509.ts';
+import { x509, importSigningKey, type CryptoKey, newKeyPair, privateKeyPem, randomSerial, splitPem, type SigningKey } from '@skua/proxy/identity';
 
 export interface AuthorityOptions {
   readonly trustDomain: string;

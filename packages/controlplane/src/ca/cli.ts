@@ -7,7 +7,7 @@
  * the proxy's ./var/run/secrets/tokens/istio-token).
  */
 import { parseArgs } from 'node:util';
-import { parseGoDuration } from '@skua/proxy/tls/identity-env.ts';
+import { parseGoDuration } from '@skua/proxy/identity';
 import { CertificateAuthority } from './authority.ts';
 import { startCaServer } from './server.ts';
 import { TokenAuthority } from './token.ts';

@@ -6,8 +6,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import type { PeerCertificate } from 'node:tls';
-import { CA_SERVICE, type CertificateRequest, type CertificateResponse } from '@skua/proxy/tls/ca-protocol.ts';
-import { spiffeUri } from '@skua/proxy/tls/spiffe.ts';
+import { CA_SERVICE, type CertificateRequest, type CertificateResponse, spiffeUri } from '@skua/proxy/identity';
 import { CertificateAuthority, IssueError } from './authority.ts';
 import { TokenAuthority, TokenError } from './token.ts';
 

@@ -4,8 +4,7 @@
  * ConfigError naming the field path (`workloads[2].services[0]: unknown service "x"`).
  */
 import { isIP } from 'node:net';
-import { Msg } from '@skua/proxy/config/fields.ts';
-import { ConfigError } from '@skua/proxy/core/errors.ts';
+import { Msg, ConfigError } from '@skua/proxy/core';
 
 import type { Capture, HeaderMatch, HttpRule, Mesh, MeshPolicy, MeshRoute, MeshService, MeshWorkload, MtlsMode, PortProtocol, RouteDestination, RouteMatch, ServicePort } from './types.ts';
 

@@ -4,7 +4,7 @@
  * under iptables capture virtualOutbound. A sidecar sees the services exported to its namespace
  * and, with a Sidecar resource, only the hosts its egress lists.
  */
-import { ConfigError } from '@skua/proxy/core/errors.ts';
+import { ConfigError } from '@skua/proxy/core';
 import { clusterName, T, type Json } from './names.ts';
 import { ADS_SOURCE, hcmCommon, LISTENER_FILTER, OUTBOUND_HTTP_FILTERS, socketAddress, STATS, tcpProxy } from './pieces.ts';
 import { meshRouteFor, outboundRouteConfig } from './routes.ts';

@@ -1,8 +1,7 @@
 // A real Delta ADS client over @grpc/grpc-js for control-plane tests: subscribes like ztunnel or
 // Envoy, ACKs every response, and keeps what it holds (name → version and decoded proto-JSON).
 import { Client, credentials, type ClientDuplexStream } from '@grpc/grpc-js';
-import { DELTA_METHOD, SOTW_METHOD, decodeDeltaResponse, encodeDeltaRequest, encodeSotwRequest, type DeltaResponse } from '@skua/proxy/xds/discovery.ts';
-import { decodeResource } from '@skua/proxy/xds/decode.ts';
+import { DELTA_METHOD, SOTW_METHOD, decodeDeltaResponse, encodeDeltaRequest, encodeSotwRequest, type DeltaResponse, decodeResource } from '@skua/proxy/xds';
 
 type Json = Record<string, unknown>;
 const identity = (b: Buffer): Buffer => b;

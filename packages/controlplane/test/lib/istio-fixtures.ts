@@ -3,13 +3,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { decodeResource } from '@skua/proxy/xds/decode.ts';
-import { TYPE_URL } from '@skua/proxy/xds/discovery.ts';
-import { DynamicConfig } from '@skua/proxy/xds/dynamic-config.ts';
-import { ClusterManager } from '@skua/proxy/upstream/manager.ts';
-import { ListenerManager } from '@skua/proxy/listener/manager.ts';
-import { StatsStore } from '@skua/proxy/stats/store.ts';
-import type { XdsResource } from '@skua/proxy/xds/types.ts';
+import { decodeResource, TYPE_URL } from '@skua/proxy/xds';
+import { DynamicConfig, ClusterManager, ListenerManager, StatsStore } from '@skua/proxy/envoy';
+import type { XdsResource } from '@skua/proxy/xds';
 import { meshGroups } from '../../src/mesh/source.ts';
 import type { MeshConfig } from '../../src/mesh/translate.ts';
 

@@ -15,6 +15,7 @@ import { renderPrometheus } from '../stats/prometheus.ts';
 import { probeGrpc, probeHttp, probeTcp, type AppProber, type ProbeResult, type ProbeTarget } from './app-probers.ts';
 import { scrapeApp, type ScrapeTarget } from './app-metrics.ts';
 import type { AgentMetrics } from './agent-metrics.ts';
+import { canonicalIp } from '../core/canonical-ip.ts';
 
 export interface ReadinessSource {
   readonly state: string;
@@ -44,8 +45,8 @@ export interface StatusServerOptions {
 const TEXT_FORMAT = 'text/plain; version=0.0.4; charset=utf-8';
 
 function isLocal(req: IncomingMessage): boolean {
-  const a = req.socket.remoteAddress ?? '';
-  return a === '127.0.0.1' || a === '::1' || a === '::ffff:127.0.0.1';
+  const a = canonicalIp(req.socket.remoteAddress ?? '');
+  return a === '127.0.0.1' || a === '::1';
 }
 
 async function mergedStats(o: StatusServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {

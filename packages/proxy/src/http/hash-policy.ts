@@ -1,5 +1,7 @@
 import type { Msg } from '../config/fields.ts';
 import { xxHash64Into } from '../upstream/lb-hash.ts';
+import { canonicalIp } from '../core/canonical-ip.ts';
+import { compileRe2Global } from '../matchers/regex.ts';
 
 /**
  * RouteAction.hash_policy compiled once, evaluated per request into the 64-bit hash that
@@ -120,14 +122,8 @@ function compileHeader(h: Msg, terminal: boolean): HashMethod {
   const rr = h.msg('regex_rewrite');
   if (!rr) return new HashMethod('header', terminal, name.toLowerCase());
   const pattern = rr.requiredMsg('pattern');
-  const src = pattern.requiredStr('regex');
-  let re: RegExp;
-  try {
-    re = new RegExp(src, 'g');
-  } catch (err) {
-    throw pattern.error('regex', `invalid regular expression: ${(err as Error).message}`);
-  }
-  const groups = (new RegExp(`${src}|`).exec('')?.length ?? 1) - 1;
+  const re = compileRe2Global(pattern);
+  const groups = (new RegExp(`${re.source}|`).exec('')?.length ?? 1) - 1;
   const substitution = re2Substitution(rr, rr.str('substitution'), groups);
   return new HashMethod('header', terminal, name.toLowerCase(), { rewrite: re, substitution });
 }
@@ -229,8 +225,8 @@ function evaluate(m: HashMethod, req: HashRequest, conn: HashConnection | undefi
       const a = conn?.remoteAddress;
       if (!a) return false;
       // Envoy sees an IPv4-mapped peer on a dual-stack socket as IPv4.
-      const start = a.length > 7 && a.startsWith('::ffff:') && a.includes('.') ? 7 : 0;
-      xxHash64Into(NEXT, a, start, a.length, 'wire');
+      const ip = canonicalIp(a);
+      xxHash64Into(NEXT, ip, 0, ip.length, 'wire');
       return true;
     }
     case 'query_parameter':
@@ -298,7 +294,7 @@ function hashCookie(m: HashMethod, req: HashRequest, conn: HashConnection | unde
 }
 
 function hostPort(address: string, port: number): string {
-  const a = address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+  const a = canonicalIp(address);
   return a.includes(':') ? `[${a}]:${port}` : `${a}:${port}`;
 }
 

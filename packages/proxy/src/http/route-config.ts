@@ -1,7 +1,8 @@
 import type { Msg } from '../config/fields.ts';
 import { readDataSource } from '../config/data-source.ts';
 import { compileHeaderOps, NO_HEADER_OPS, type HeaderOps } from './header-ops.ts';
-import { compileRouteMatch, compileRegex, type CompiledMatch, type RequestView } from './route-match.ts';
+import { compileRouteMatch, type CompiledMatch, type RequestView } from './route-match.ts';
+import { compileRe2Global } from '../matchers/regex.ts';
 import { compilePerFilterConfig, type PerFilterCompilers } from './per-filter-config.ts';
 import { compileRetryPolicy, type RetryPolicy } from './retry-policy.ts';
 import { compileMirrorPolicy, type MirrorPolicy } from './mirror.ts';
@@ -201,7 +202,7 @@ function compileForward(m: Msg): ForwardAction {
     weighted,
     totalWeight: weighted.reduce((a, c) => a + c.weight, 0),
     prefixRewrite: m.has('prefix_rewrite') ? m.str('prefix_rewrite') : undefined,
-    regexRewrite: rr ? { re: new RegExp(compileRegex(rr.requiredMsg('pattern')).source.slice(4, -2), 'g'), substitution: rr.str('substitution').replace(/\\(\d)/g, '$$$1') } : undefined,
+    regexRewrite: rr ? { re: compileRe2Global(rr.requiredMsg('pattern')), substitution: rr.str('substitution').replace(/\\(\d)/g, '$$$1') } : undefined,
     hostRewrite: m.str('host_rewrite_literal'),
     autoHostRewrite: m.bool('auto_host_rewrite'),
     timeoutMs: m.durationMs('timeout', 15_000),

@@ -1,6 +1,7 @@
 import type { Msg } from '../config/fields.ts';
 import { readFractionalPercent } from '../config/percent.ts';
-import { compileStringMatcher } from '../tls/context.ts';
+import { compileStringMatcher } from '../matchers/string-matcher.ts';
+import { compileRe2 } from '../matchers/regex.ts';
 import { compilePolicyHeaderMatcher } from '../policy/header-matcher.ts';
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -179,7 +180,8 @@ function compilePathMatch(m: Msg, caseSensitive: boolean): (path: string) => boo
     };
   }
   if (m.has('safe_regex')) {
-    const re = compileRegex(m.requiredMsg('safe_regex'), caseSensitive ? '' : 'i');
+    // Envoy: case_sensitive is ignored for safe_regex (a pattern can fold case itself).
+    const re = compileRe2(m.requiredMsg('safe_regex'));
     return (p) => re.test(stripQuery(p));
   }
   throw m.error('', 'one of prefix, path, safe_regex, path_separated_prefix, connect_matcher is required');
@@ -188,16 +190,6 @@ function compilePathMatch(m: Msg, caseSensitive: boolean): (path: string) => boo
 export function stripQuery(p: string): string {
   const q = p.indexOf('?');
   return q < 0 ? p : p.slice(0, q);
-}
-
-/** RE2 syntax is close enough to JavaScript's for the patterns Envoy users write; anchored like RE2's full match. */
-export function compileRegex(m: Msg, flags = ''): RegExp {
-  const src = m.requiredStr('regex');
-  try {
-    return new RegExp(`^(?:${src})$`, flags);
-  } catch (err) {
-    throw m.error('regex', `invalid regular expression: ${(err as Error).message}`);
-  }
 }
 
 /**

@@ -10,7 +10,8 @@ import { awaitUpgradeAnswer, relayRefusal } from './h1/upgrade-response.ts';
 import { endAndLinger } from './h1/linger.ts';
 import { RequestRecord } from './request-record.ts';
 import { Flag, LocalBody, type ResponseFlag } from './response-flags.ts';
-import { connectHost, splice } from './tunnel.ts';
+import { connectHost } from './tunnel.ts';
+import { relay } from '../hbone/relay.ts';
 import type { ConnInfo } from '../listener/conn-info.ts';
 import type { ForwardAction } from './route-config.ts';
 import { FilterChainRun } from './filter-chain.ts';
@@ -99,7 +100,7 @@ function tunnel(hcm: Hcm, ex: Exchange, rec: RequestRecord, downstream: Socket |
   let connected = false;
   upstream.once(plan.host.tls ? 'secureConnect' : 'connect', () => {
     connected = true;
-    onConnect(upstream, () => splice(downstream, upstream, (up, down) => {
+    onConnect(upstream, () => relay(downstream, upstream, (up, down) => {
       rec.bytesReceived = up;
       rec.bytesSent += down;
       complete(rec, s);

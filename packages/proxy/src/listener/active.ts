@@ -5,26 +5,24 @@ import type { ConnectionFacts } from './filter-chain-match.ts';
 import { parseClientHello } from './client-hello.ts';
 import { peek, sniffHttp } from './peek.ts';
 import { setConnInfo, nextConnectionId, type ConnInfo } from './conn-info.ts';
-import { HttpConnectionManager } from '../filters/network/http_connection_manager/filter.ts';
-import { TcpProxy } from '../filters/network/tcp_proxy/filter.ts';
 import type { ClusterManager } from '../upstream/manager.ts';
 import type { StatsStore, Counter, Gauge } from '../stats/store.ts';
 import { chainError, SslStats, verifyPeer } from '../tls/ssl-stats.ts';
 import { originalDestination, available as sockoptAvailable } from '../sys/sockopt.ts';
 import { log } from '../core/log.ts';
-import type { LiveNetworkFilter } from '../filters/network/types.ts';
+import type { LiveNetworkFilter } from './network-filter.ts';
+import type { LiveTerminal } from './terminal.ts';
 import { registerInternalListener, unregisterInternalListener, type InternalAccept, type InternalConnectMeta } from './internal.ts';
 import type { InternalSocket } from './internal-socket.ts';
 import { restoreInternalAddresses, type RestoredAddresses } from './internal-dst.ts';
 import { DrainManager } from '../core/drain.ts';
 import { overloadState } from '../core/overload.ts';
-
-type Terminal = HttpConnectionManager | TcpProxy;
+import { canonicalIp } from '../core/canonical-ip.ts';
 
 /** One filter chain made live: its read filters and terminal, shared by the chain's connections. */
 interface LiveChain {
   readonly filters: readonly LiveNetworkFilter[];
-  readonly terminal: Terminal;
+  readonly terminal: LiveTerminal;
 }
 
 class ListenerStats {
@@ -80,11 +78,8 @@ export class ActiveListener {
   private liveChain(chain: FilterChainConfig): LiveChain {
     let c = this.live.get(chain);
     if (!c) {
-      const scope = { store: this.store, clusters: this.clusters, direction: this.config.direction };
-      const terminal = chain.terminal.kind === 'hcm'
-        ? new HttpConnectionManager(chain.terminal.config, this.clusters, this.store, this.config.direction, this.drainManager)
-        : new TcpProxy(chain.terminal.config, this.clusters, this.store);
-      c = { filters: chain.readFilters.map((f) => f.live(scope)), terminal };
+      const scope = { store: this.store, clusters: this.clusters, direction: this.config.direction, drainManager: this.drainManager };
+      c = { filters: chain.readFilters.map((f) => f.live(scope)), terminal: chain.terminal.live(scope) };
       this.live.set(chain, c);
     }
     return c;
@@ -164,9 +159,9 @@ export class ActiveListener {
   }
 
   private inspect(socket: Socket, dst: { address: string; port: number }, internal?: RestoredAddresses): void {
-    const source = internal ? internal.remote : { address: stripMapped(socket.remoteAddress ?? ''), port: socket.remotePort ?? 0 };
+    const source = internal ? internal.remote : { address: canonicalIp(socket.remoteAddress ?? ''), port: socket.remotePort ?? 0 };
     const facts: ConnectionFacts = {
-      destinationIp: stripMapped(dst.address), destinationPort: dst.port,
+      destinationIp: canonicalIp(dst.address), destinationPort: dst.port,
       directSourceIp: source.address, sourceIp: source.address, sourcePort: source.port,
       serverName: '', transportProtocol: '', applicationProtocols: [],
     };
@@ -209,11 +204,11 @@ export class ActiveListener {
     const live = this.liveChain(chain);
     const base = {
       id: nextConnectionId(),
-      remoteAddress: internal ? internal.remote.address : stripMapped(socket.remoteAddress ?? ''),
+      remoteAddress: internal ? internal.remote.address : canonicalIp(socket.remoteAddress ?? ''),
       remotePort: internal ? internal.remote.port : socket.remotePort ?? 0,
-      localAddress: internal ? internal.local.address : stripMapped(socket.localAddress ?? ''),
+      localAddress: internal ? internal.local.address : canonicalIp(socket.localAddress ?? ''),
       localPort: internal ? internal.local.port : socket.localPort ?? 0,
-      originalDst: { address: stripMapped(dst.address), port: dst.port },
+      originalDst: { address: canonicalIp(dst.address), port: dst.port },
       startTime: Date.now(),
       dynamicMetadata: internal?.dynamicMetadata,
     };
@@ -275,7 +270,7 @@ export class ActiveListener {
     const old = [...this.live.values()];
     this.config = config;
     this.live.clear();
-    for (const c of old) if (c.terminal instanceof HttpConnectionManager) c.terminal.drain();
+    for (const c of old) c.terminal.drain?.();
   }
 
   private unregister(): void {
@@ -286,7 +281,7 @@ export class ActiveListener {
   /** Stop accepting; existing connections drain (HTTP: GOAWAY / connection: close). */
   drain(): void {
     this.stopAccepting();
-    for (const c of this.live.values()) if (c.terminal instanceof HttpConnectionManager) c.terminal.drain();
+    for (const c of this.live.values()) c.terminal.drain?.();
   }
 
   /** Close the listening socket (connection attempts are refused); open connections carry on. */
@@ -298,13 +293,13 @@ export class ActiveListener {
   /** While draining: ask idle HTTP/1 connections and HTTP/2 sessions to go away, as the drain manager decides. */
   drainTick(): void {
     if (!this.drainManager.draining) return;
-    for (const c of this.live.values()) if (c.terminal instanceof HttpConnectionManager) c.terminal.drainTick();
+    for (const c of this.live.values()) c.terminal.drainTick?.();
   }
 
   close(): void {
     this.unregister();
     this.server?.close();
-    for (const c of this.live.values()) if (c.terminal instanceof HttpConnectionManager) c.terminal.close();
+    for (const c of this.live.values()) c.terminal.close?.();
   }
 }
 
@@ -338,7 +333,7 @@ function runChain(live: LiveChain, socket: Socket, info: ConnInfo, from = 0): vo
     if (r === 'close') {
       socket.destroy();
       // The connection still gets its access-log record, with the filter's termination details (an RBAC deny).
-      if (live.terminal instanceof TcpProxy) live.terminal.rejected(info);
+      live.terminal.rejected?.(info);
       return;
     }
     if (r === 'stop') return;
@@ -370,6 +365,3 @@ function parseUriSans(alt: string | undefined): readonly string[] {
   return out;
 }
 
-function stripMapped(ip: string): string {
-  return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip;
-}

@@ -1,13 +1,12 @@
 import type { Msg } from '../config/fields.ts';
 import { readAddress, type SocketAddress } from '../config/address.ts';
 import { compileDownstreamTls, DOWNSTREAM_TLS, type DownstreamTls } from '../tls/context.ts';
-import { compileHcm, HCM_TYPE, type HcmConfig } from '../filters/network/http_connection_manager/config.ts';
-import { compileTcpProxy, TCP_PROXY_TYPE, type TcpProxyConfig } from '../filters/network/tcp_proxy/config.ts';
 import { compileFilterChainMatcher, type FilterChainMatcher } from './filter-chain-match.ts';
 import { compileFilterDisabled, NEVER_DISABLED, type DisabledPredicate } from './filter-disabled.ts';
 import { NETWORK_FILTERS_BY_NAME, NETWORK_FILTERS_BY_URL } from '../filters/network/registry.ts';
-import type { NetworkFilterConfig } from '../filters/network/types.ts';
+import type { NetworkFilterConfig } from './network-filter.ts';
 import { describeTypedConfig, readFilterConfig, readTypedConfig } from '../config/typed-config.ts';
+import { networkTerminal, networkTerminalNames, type TerminalConfig } from './terminal.ts';
 
 const TLS_INSPECTOR = 'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector';
 const HTTP_INSPECTOR = 'type.googleapis.com/envoy.extensions.filters.listener.http_inspector.v3.HttpInspector';
@@ -20,21 +19,16 @@ const LISTENER_FILTER_NAMES: Record<string, string> = {
   'envoy.filters.listener.original_dst': ORIGINAL_DST,
   'istio.set_internal_dst_address': SET_INTERNAL_DST,
 };
-const NETWORK_FILTER_NAMES: Record<string, string> = {
-  'envoy.filters.network.http_connection_manager': HCM_TYPE,
-  'envoy.filters.network.tcp_proxy': TCP_PROXY_TYPE,
-};
 const RAW_BUFFER = 'type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer';
 
-/** The terminal network filter of a chain. */
-export type Terminal = { kind: 'hcm'; config: HcmConfig } | { kind: 'tcp_proxy'; config: TcpProxyConfig };
 
 export interface FilterChainConfig {
   readonly name: string;
   readonly tls: DownstreamTls | undefined;
   /** The read filters before the terminal, in order. */
   readonly readFilters: readonly NetworkFilterConfig[];
-  readonly terminal: Terminal;
+  /** The registered terminal the chain ends in (listener/terminal.ts). */
+  readonly terminal: TerminalConfig;
 }
 
 export interface ListenerConfig {
@@ -131,22 +125,22 @@ function compileChain(m: Msg): FilterChainConfig {
   for (const f of ['on_demand_configuration', 'transport_socket_connect_timeout']) if (m.has(f)) throw m.error(f, 'is not supported yet');
   const filters = m.list('filters');
   if (filters.length === 0) throw m.error('filters', 'a filter chain needs a terminal network filter');
-  let terminal: Terminal | undefined;
+  let terminal: TerminalConfig | undefined;
   const readFilters: NetworkFilterConfig[] = [];
   for (const [i, f] of filters.entries()) {
     const typed = readFilterConfig(f);
-    const url = typed.url || NETWORK_FILTER_NAMES[f.str('name')] || '';
-    if (url === HCM_TYPE || url === TCP_PROXY_TYPE) {
-      if (i !== filters.length - 1) throw f.error('', `${url} is a terminal filter and must be last`);
+    const term = networkTerminal(typed.url || f.str('name'));
+    if (term) {
+      if (i !== filters.length - 1) throw f.error('', `${term.typeUrl} is a terminal filter and must be last`);
       if (!typed.msg) throw f.error('typed_config', 'is required');
-      terminal = url === HCM_TYPE ? { kind: 'hcm', config: compileHcm(typed.msg) } : { kind: 'tcp_proxy', config: compileTcpProxy(typed.msg) };
+      terminal = term.compile(typed.msg);
       continue;
     }
     const ext = typed.url ? NETWORK_FILTERS_BY_URL.get(typed.url) : NETWORK_FILTERS_BY_NAME.get(f.str('name'));
     if (!ext) throw f.error(typed.url ? 'typed_config' : 'name', `unsupported network filter ${describeTypedConfig(typed, f.str('name'))}`);
     readFilters.push(ext.compile(f.str('name'), typed.msg));
   }
-  if (!terminal) throw m.error('filters', 'the last network filter must be a terminal filter (http_connection_manager or tcp_proxy)');
+  if (!terminal) throw m.error('filters', `the last network filter must be a terminal filter (${networkTerminalNames().join(' or ')})`);
   return { name: m.str('name'), tls: readDownstreamTransport(m), readFilters, terminal };
 }
 
@@ -158,4 +152,36 @@ function readDownstreamTransport(m: Msg): DownstreamTls | undefined {
   if (url === RAW_BUFFER || (!tc && ts.str('name') === 'envoy.transport_sockets.raw_buffer')) return undefined;
   if (url === DOWNSTREAM_TLS && tc) return compileDownstreamTls(tc);
   throw ts.error('typed_config', `unsupported transport socket ${url || ts.str('name')}`);
+}
+
+/** A listener built in code rather than from Envoy JSON (ztunnel's 15001/15006/15008). */
+export interface PlainListenerOptions {
+  readonly name: string;
+  readonly address: string;
+  readonly port: number;
+  /** The one chain's terminal, e.g. a registered extension's compile() result or a program's own. */
+  readonly terminal: TerminalConfig;
+  /** The chain's read filters, run before the terminal. */
+  readonly readFilters?: readonly NetworkFilterConfig[];
+  /** Read SO_ORIGINAL_DST (iptables REDIRECT) as the connection's destination. */
+  readonly originalDst?: boolean;
+  readonly transparent?: boolean;
+  readonly direction?: 'UNSPECIFIED' | 'INBOUND' | 'OUTBOUND';
+  readonly statPrefix?: string;
+}
+
+/** One chain, no TLS, no listener filters but original_dst: the listener core with a program's terminal. */
+export function plainListener(o: PlainListenerOptions): ListenerConfig {
+  const chain: FilterChainConfig = { name: o.name, tls: undefined, readFilters: o.readFilters ?? [], terminal: o.terminal };
+  return {
+    name: o.name,
+    address: { address: o.address, port: o.port, isName: false },
+    bindToPort: true, useOriginalDst: false, transparent: o.transparent ?? false,
+    tlsInspector: undefined, httpInspector: undefined, originalDst: o.originalDst ?? false, setInternalDst: false, internal: false,
+    listenerFiltersTimeoutMs: 15_000, continueOnListenerFiltersTimeout: false,
+    chains: compileFilterChainMatcher([], chain), chainCount: 1, tls: false,
+    statPrefix: o.statPrefix ?? `${o.address}_${o.port}`,
+    direction: o.direction ?? 'UNSPECIFIED',
+    source: { name: o.name },
+  };
 }

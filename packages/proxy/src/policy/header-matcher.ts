@@ -1,7 +1,7 @@
 import type { Msg } from '../config/fields.ts';
 import type { RequestFacts } from './facts.ts';
-import { compilePolicyStringMatcher, type StringPredicate } from './string-matcher.ts';
-import { compileRe2 } from './regex.ts';
+import { compileStringMatcher, type StringPredicate } from '../matchers/string-matcher.ts';
+import { compileRe2 } from '../matchers/regex.ts';
 
 export type RequestPredicate = (req: RequestFacts | undefined) => boolean;
 
@@ -30,7 +30,7 @@ export function compilePolicyHeaderMatcher(m: Msg): RequestPredicate {
   let test: StringPredicate | undefined;
   // No value matcher at all means "present" (Envoy's HeaderMatchType::Present with present = true).
   let present = true;
-  if (m.has('string_match')) test = compilePolicyStringMatcher(m.requiredMsg('string_match'));
+  if (m.has('string_match')) test = compileStringMatcher(m.requiredMsg('string_match'));
   else if (m.has('exact_match')) { const v = m.str('exact_match'); test = (s) => s === v; }
   else if (m.has('prefix_match')) { const v = m.str('prefix_match'); test = (s) => s.startsWith(v); }
   else if (m.has('suffix_match')) { const v = m.str('suffix_match'); test = (s) => s.endsWith(v); }
@@ -58,7 +58,7 @@ export function compilePolicyHeaderMatcher(m: Msg): RequestPredicate {
 
 /** envoy.type.matcher.v3.PathMatcher: the path without query and fragment. */
 export function compilePathMatcher(m: Msg): RequestPredicate {
-  const test = compilePolicyStringMatcher(m.requiredMsg('path'));
+  const test = compileStringMatcher(m.requiredMsg('path'));
   return (req) => {
     if (!req) return false;
     const p = req.path;

@@ -1,7 +1,7 @@
 import type { Msg } from '../config/fields.ts';
 import type { AuthzFacts } from './facts.ts';
 import type { Decision, RbacEngine } from './engine.ts';
-import { compilePolicyStringMatcher } from './string-matcher.ts';
+import { compileStringMatcher } from '../matchers/string-matcher.ts';
 
 /**
  * The RBAC `matcher` form: an xds.type.matcher.v3.Matcher tree whose actions are
@@ -83,7 +83,7 @@ function compilePredicate(m: Msg, network: boolean): Predicate {
     const s = m.requiredMsg('single_predicate');
     if (s.has('custom_match')) throw s.error('custom_match', 'is not supported');
     const input = compileInput(s.requiredMsg('input'), network);
-    const test = compilePolicyStringMatcher(s.requiredMsg('value_match'));
+    const test = compileStringMatcher(s.requiredMsg('value_match'));
     return (f) => { const v = input(f); return v !== undefined && test(v); };
   }
   if (m.has('or_matcher')) {

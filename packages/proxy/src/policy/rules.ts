@@ -2,7 +2,7 @@ import type { Msg } from '../config/fields.ts';
 import { contains, parseCidrRange, type CidrRange } from '../core/cidr.ts';
 import type { AuthzFacts } from './facts.ts';
 import { compilePolicyHeaderMatcher, compilePathMatcher } from './header-matcher.ts';
-import { compilePolicyStringMatcher, type StringPredicate } from './string-matcher.ts';
+import { compileStringMatcher, type StringPredicate } from '../matchers/string-matcher.ts';
 import { compileMetadataMatcher } from './value-matcher.ts';
 import { FilterStateObject } from '../core/filter-state.ts';
 
@@ -71,7 +71,7 @@ function idList(m: Msg): FactPredicate[] {
  */
 function compileAuthenticated(m: Msg): FactPredicate {
   if (!m.has('principal_name')) return (f) => f.tls;
-  const match = compilePolicyStringMatcher(m.requiredMsg('principal_name'));
+  const match = compileStringMatcher(m.requiredMsg('principal_name'));
   return (f) => {
     if (!f.tls) return false;
     for (const san of f.peerUriSans) if (match(san)) return true;
@@ -84,7 +84,7 @@ function compileAuthenticated(m: Msg): FactPredicate {
 function compileFilterState(m: Msg): FactPredicate {
   const key = m.requiredStr('key');
   if (m.has('address_match')) throw m.error('address_match', 'is not supported yet');
-  const match: StringPredicate = compilePolicyStringMatcher(m.requiredMsg('string_match'));
+  const match: StringPredicate = compileStringMatcher(m.requiredMsg('string_match'));
   return (f) => {
     const v = f.filterState?.get(key);
     if (typeof v === 'string') return match(v);
@@ -121,7 +121,7 @@ export function compilePermission(m: Msg): FactPredicate {
     }
     case 'metadata': { const md = compileMetadataMatcher(m.requiredMsg('metadata')); return (f) => md(f.metadata); }
     case 'requested_server_name': {
-      const match = compilePolicyStringMatcher(m.requiredMsg('requested_server_name'));
+      const match = compileStringMatcher(m.requiredMsg('requested_server_name'));
       return (f) => match(f.requestedServerName);
     }
     case 'and_rules': return allOf(ruleList(m.requiredMsg('and_rules')));

@@ -1,6 +1,6 @@
 import type { Msg } from '../config/fields.ts';
 import type { DynamicMetadata } from './facts.ts';
-import { compilePolicyStringMatcher } from './string-matcher.ts';
+import { compileStringMatcher } from '../matchers/string-matcher.ts';
 
 /** Marks a value that is not there (a google.protobuf.Value with no kind set). */
 export const ABSENT: unique symbol = Symbol('absent');
@@ -12,7 +12,7 @@ export function compileValueMatcher(m: Msg): ValuePredicate {
   if (m.has('null_match')) return (v) => v === null;
   if (m.has('double_match')) return compileDoubleMatcher(m.requiredMsg('double_match'));
   if (m.has('string_match')) {
-    const test = compilePolicyStringMatcher(m.requiredMsg('string_match'));
+    const test = compileStringMatcher(m.requiredMsg('string_match'));
     return (v) => typeof v === 'string' && test(v);
   }
   if (m.has('bool_match')) { const want = m.bool('bool_match'); return (v) => v === want; }

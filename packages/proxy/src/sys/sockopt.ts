@@ -4,6 +4,7 @@ import { closeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { canonicalIp } from '../core/canonical-ip.ts';
 
 export interface OriginalDst {
   address: string;
@@ -101,11 +102,8 @@ export function createSocket(family: 4 | 6, options: CreateSocketOptions = {}): 
 export function originalDestination(socket: net.Socket): OriginalDst {
   const nat = getOriginalDst(socket);
   if (nat !== null) return nat;
-  let address = socket.localAddress ?? '';
-  let family: 'IPv4' | 'IPv6' = socket.localFamily === 'IPv6' ? 'IPv6' : 'IPv4';
-  if (family === 'IPv6' && address.startsWith('::ffff:') && net.isIPv4(address.slice(7))) {
-    address = address.slice(7);
-    family = 'IPv4';
-  }
+  const local = socket.localAddress ?? '';
+  const address = canonicalIp(local);
+  const family: 'IPv4' | 'IPv6' = socket.localFamily === 'IPv6' && address === local ? 'IPv6' : 'IPv4';
   return { address, port: socket.localPort ?? 0, family };
 }

@@ -4,9 +4,9 @@ import { readDataSource } from '../config/data-source.ts';
 import { ConfigError } from '../core/errors.ts';
 import { log } from '../core/log.ts';
 import { secrets as threadSecrets, type SecretStore } from './secrets.ts';
-import { compileValidation, type TypedSanMatcher, type ValidationConfig } from './validation.ts';
+import { compileValidation, type ValidationConfig } from './validation.ts';
+import type { TypedSanMatcher } from '../matchers/san.ts';
 
-export { compileStringMatcher, type SanMatcher } from './validation.ts';
 
 export const UPSTREAM_TLS = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext';
 export const DOWNSTREAM_TLS = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext';

@@ -1,9 +1,8 @@
 /**
- * istio-agent's secret manager, in process: a P-256 key and a CSR for the
- * workload's SPIFFE id, the certificate from the CA (or from mounted files),
- * rotation at (1 − grace ratio ± jitter) of the lifetime, and the two secrets
- * istiod's transport sockets name — `default` (certificate + key) and `ROOTCA`
- * (trusted roots) — fed into the SecretStore as SDS would feed Envoy.
+ * istio-agent's secret manager, in process: the workload's one SPIFFE identity from the
+ * certificate manager (a CA; renewed at (1 − grace ratio ± jitter) of the lifetime) or from
+ * mounted files, and the two secrets istiod's transport sockets name — `default` (certificate +
+ * key) and `ROOTCA` (trusted roots) — fed into a SecretStore as SDS would feed Envoy.
  */
 import { existsSync, mkdirSync, readFileSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +10,8 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { log } from '../core/log.ts';
 import { createCertificate, type CaClientOptions, type CaCredential } from './ca-client.ts';
 import { tlsCertificateSecret, validationSecret, type SecretStore } from './secrets.ts';
-import { certFacts, makeCsr, newKeyPair, privateKeyPem, splitPem } from './x509.ts';
+import { certFacts } from './x509.ts';
+import { CertificateManager, type WorkloadCertificate } from './cert-manager.ts';
 
 export const DEFAULT_SECRET = 'default';
 export const ROOT_SECRET = 'ROOTCA';
@@ -39,14 +39,7 @@ export interface SecretManagerOptions {
   readonly outputDir?: string;
 }
 
-export interface IssuedIdentity {
-  readonly chainPem: string;
-  readonly keyPem: string;
-  readonly rootPem: string;
-  readonly notBefore: number;
-  readonly notAfter: number;
-  readonly serial: string;
-}
+export type IssuedIdentity = WorkloadCertificate;
 
 export class SecretManager {
   readonly options: SecretManagerOptions;
@@ -54,6 +47,8 @@ export class SecretManager {
   private current: IssuedIdentity | undefined;
   private timer: NodeJS.Timeout | undefined;
   private watcher: FSWatcher | undefined;
+  /** The CA path: one identity in a certificate manager, which renews it. */
+  private readonly certs: CertificateManager | undefined;
   private stopped = false;
   private firstResolve: (() => void) | undefined;
   private readonly first: Promise<void>;
@@ -65,12 +60,21 @@ export class SecretManager {
     this.options = options;
     this.store = store;
     this.first = new Promise((resolve) => { this.firstResolve = resolve; });
+    const ca = options.ca;
+    if (ca && !options.filesDir) {
+      this.certs = new CertificateManager({
+        issue: (_identity, csr, ttl) => createCertificate(ca.client, csr, ttl, this.credential()),
+        ttlSec: options.ttlSec, rotateAt: 1 - options.graceRatio, jitter: options.graceJitter, maxConcurrentCsrs: 1,
+        rootCertPem: ca.client.rootCertPem,
+      });
+      this.certs.onCertificate((c) => this.install(c));
+    }
   }
 
   /** Starts fetching; resolves once `default` and `ROOTCA` are in the store (retrying until then). */
   start(): Promise<void> {
     if (this.options.filesDir) this.watchFiles(this.options.filesDir);
-    else void this.rotate(0);
+    else void this.fetchFirst(0);
     return this.first;
   }
 
@@ -80,50 +84,28 @@ export class SecretManager {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.watcher?.close();
+    this.certs?.stop();
   }
 
-  private async rotate(attempt: number): Promise<void> {
-    if (this.stopped) return;
+  /** The first certificate, retried with back-off until issued (the certificate manager renews it after). */
+  private async fetchFirst(attempt: number): Promise<void> {
+    if (this.stopped || !this.certs) return;
     try {
-      this.install(await this.fetchFromCa());
-      this.schedule(this.rotationDelay());
+      await this.certs.get(this.options.identity);
     } catch (err) {
-      // Backoff up to 10 s, but never past the current certificate's rotation point by much.
+      if (this.stopped) return;
       const delay = Math.min(10_000, 200 * 2 ** Math.min(attempt, 6));
       log.warn(`secret manager: certificate for ${this.options.identity} not issued (${(err as Error).message}); retrying in ${delay} ms`);
-      this.schedule(delay, attempt + 1);
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = setTimeout(() => void this.fetchFirst(attempt + 1), delay);
+      this.timer.unref();
     }
-  }
-
-  private schedule(ms: number, attempt = 0): void {
-    if (this.stopped) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.rotate(attempt), Math.max(0, ms));
-    this.timer.unref();
   }
 
   /** istio-agent's rotation time: expiry − (ratio ± jitter) × lifetime. */
   rotationDelay(now = Date.now()): number {
     const c = this.current;
-    if (!c) return 0;
-    const o = this.options;
-    const jitter = o.graceJitter > 0 ? (Math.random() * 2 - 1) * o.graceJitter : 0;
-    const grace = Math.min(1, Math.max(0, o.graceRatio + jitter)) * (c.notAfter - c.notBefore);
-    return c.notAfter - grace - now;
-  }
-
-  private async fetchFromCa(): Promise<IssuedIdentity> {
-    const ca = this.options.ca!;
-    const keys = await newKeyPair();
-    const csr = await makeCsr(keys, this.options.identity);
-    const chain = await createCertificate(ca.client, csr, this.options.ttlSec, this.credential());
-    const keyPem = await privateKeyPem(keys.privateKey);
-    const certs = chain.flatMap((c) => splitPem(c));
-    const root = certs.length > 1 ? certs[certs.length - 1] : ca.client.rootCertPem ?? '';
-    const presented = certs.length > 1 ? certs.slice(0, -1) : certs;
-    const facts = certFacts(presented[0]);
-    if (!facts.uris.includes(this.options.identity)) throw new Error(`the CA issued ${facts.uris.join(', ') || 'no URI SAN'}, not ${this.options.identity}`);
-    return { chainPem: presented.join(''), keyPem, rootPem: root, notBefore: facts.notBefore, notAfter: facts.notAfter, serial: facts.serial };
+    return c && this.certs ? this.certs.renewalDelay(c, now) : 0;
   }
 
   /** The token if there is one; else a still-valid current certificate; else PROV_CERT. */
@@ -171,7 +153,7 @@ export class SecretManager {
           return;
         }
         if (this.current?.serial === facts.serial && this.current.keyPem === keyPem && this.current.rootPem === rootPem) return;
-        this.install({ chainPem, keyPem, rootPem, notBefore: facts.notBefore, notAfter: facts.notAfter, serial: facts.serial });
+        this.install({ identity: this.options.identity, chainPem, keyPem, rootPem, notBefore: facts.notBefore, notAfter: facts.notAfter, serial: facts.serial });
       } catch (err) {
         log.warn(`secret manager: cannot load certificates from ${dir}: ${(err as Error).message}`);
       }

@@ -1,7 +1,7 @@
 import type { TLSSocket } from 'node:tls';
 import type { Counter, Scope } from '../stats/store.ts';
 import type { TlsState } from './context.ts';
-import { sansMatch } from './validation.ts';
+import { sansMatch } from '../matchers/san.ts';
 
 /**
  * Envoy's `ssl.*` counters of one listener or cluster, and its socket factory's

@@ -4,7 +4,7 @@ import { connect as tlsConnect, type PeerCertificate, type TLSSocket } from 'nod
 import { noteUpstreamSans } from './upstream-sans.ts';
 import type { TlsState, UpstreamTls } from './context.ts';
 import { CHAIN_ERRORS, type SslStats } from './ssl-stats.ts';
-import { sansMatch } from './validation.ts';
+import { sansMatch } from '../matchers/san.ts';
 
 const SAN_MISMATCH = 'ERR_TLS_CERT_ALTNAME_INVALID';
 

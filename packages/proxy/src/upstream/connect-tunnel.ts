@@ -1,62 +1,46 @@
-import { connect as h2connect, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
-import { connectUpstreamTls } from '../tls/upstream-connect.ts';
 import type { Duplex } from 'node:stream';
+import { connect as netConnect } from 'node:net';
+import { connectUpstreamTls } from '../tls/upstream-connect.ts';
+import { HboneClientPool, type HboneKey } from '../hbone/client-pool.ts';
 import type { Cluster } from './cluster.ts';
 import type { Host } from './host.ts';
 import { connectInternalHost } from './internal-upstream.ts';
 
-const SESSION_KEY = 'h2-connect';
+/** Envoy's upstream HTTP idle_timeout default: a pooled tunnel connection without streams for an hour closes. */
+const TUNNEL_IDLE_MS = 3600_000;
 
-/** One HTTP/2 session per host carries many CONNECT tunnels (as Envoy's tcp_proxy tunneling does). */
-class TunnelSession {
-  readonly session: ClientHttp2Session;
-  constructor(session: ClientHttp2Session) { this.session = session; }
-  close(): void { this.session.close(); }
-  get usable(): boolean { return !this.session.closed && !this.session.destroyed; }
+/**
+ * tcp_proxy tunneling_config is a thin user of the HBONE client pool: one pool per cluster, keyed
+ * by host (the cluster's TLS context is the source identity, its SAN matchers the destination's),
+ * the host's own transport (TLS, plaintext h2c or an internal listener) as the dialer.
+ */
+const pools = new WeakMap<Cluster, HboneClientPool>();
+
+function poolFor(cluster: Cluster): HboneClientPool {
+  let pool = pools.get(cluster);
+  if (!pool) {
+    const stats = cluster.stats;
+    pool = new HboneClientPool(() => { throw new Error('tunnels dial per host'); }, {
+      // Envoy's cluster HTTP/2 default (max_concurrent_streams 2^31 - 1): the peer's SETTINGS decide.
+      maxStreamsPerConnection: 2 ** 31 - 1,
+      idleReleaseMs: TUNNEL_IDLE_MS,
+      connectTimeoutMs: cluster.config.connectTimeoutMs,
+      onConnection: (event) => { if (event === 'open') { stats.cxTotal.inc(); stats.cxActive.inc(); } else stats.cxActive.dec(); },
+    });
+    pools.set(cluster, pool);
+  }
+  return pool;
 }
 
-function sessionFor(cluster: Cluster, host: Host): ClientHttp2Session {
-  const pools = host.pools ?? (host.pools = new Map());
-  const existing = pools.get(SESSION_KEY) as TunnelSession | undefined;
-  if (existing?.usable) return existing.session;
-  const tls = host.tls;
-  const session = host.internal
-    ? h2connect('http://internal', { createConnection: () => connectInternalHost(cluster, host, undefined), settings: { initialWindowSize: 4 << 20 }, maxSessionMemory: 64 })
-    : tls
-    ? h2connect(`https://${host.hostPort}`, {
-      createConnection: () => connectUpstreamTls(tls, host.address, host.port, ['h2'], cluster.stats.ssl),
-      settings: { initialWindowSize: 4 << 20 }, maxSessionMemory: 64,
-    })
-    : h2connect(`http://${host.hostPort}`, { settings: { initialWindowSize: 4 << 20 }, maxSessionMemory: 64 });
-  cluster.stats.cxTotal.inc();
-  cluster.stats.cxActive.inc();
-  session.once('connect', () => session.setLocalWindowSize(16 << 20));
-  session.once('close', () => { cluster.stats.cxActive.dec(); if (pools.get(SESSION_KEY) === entry) pools.delete(SESSION_KEY); });
-  session.on('error', () => { /* reported on each stream */ });
-  const entry = new TunnelSession(session);
-  pools.set(SESSION_KEY, entry);
-  return session;
+function dialHost(cluster: Cluster, host: Host): Duplex {
+  if (host.internal) return connectInternalHost(cluster, host, undefined);
+  if (host.tls) return connectUpstreamTls(host.tls, host.address, host.port, ['h2'], cluster.stats.ssl);
+  return netConnect({ host: host.address, port: host.port, noDelay: true });
 }
 
-/** Opens `CONNECT authority` on the host's HTTP/2 session; `onUp` gets the stream once a 2xx arrives. */
+/** Opens `CONNECT authority` to the host; `onUp` gets the stream once a 2xx arrives. */
 export function openConnectTunnel(cluster: Cluster, host: Host, authority: string, headers: Readonly<Record<string, string | string[] | undefined>>,
   onUp: (stream: Duplex, response: Readonly<Record<string, unknown>>) => void, onFail: (err: Error) => void): void {
-  const req: Record<string, string | string[]> = { ':method': 'CONNECT', ':authority': authority };
-  for (const k in headers) { const v = headers[k]; if (v !== undefined) req[k] = v; }
-  let stream: ClientHttp2Stream;
-  try {
-    stream = sessionFor(cluster, host).request(req, { endStream: false });
-  } catch (err) {
-    onFail(err as Error);
-    return;
-  }
-  let settled = false;
-  stream.once('response', (h) => {
-    const status = Number(h[':status']);
-    settled = true;
-    if (status >= 200 && status < 300) onUp(stream, h);
-    else { stream.close(); onFail(new Error(`CONNECT answered ${status}`)); }
-  });
-  stream.once('error', (err) => { if (!settled) { settled = true; onFail(err); } });
-  stream.once('close', () => { if (!settled) { settled = true; onFail(new Error(`tunnel closed (code ${stream.rstCode})`)); } });
+  const key: HboneKey = { sourceIdentity: '', destinationIdentity: '', destination: host.hostPort };
+  poolFor(cluster).connect(key, authority, headers, () => dialHost(cluster, host)).then((t) => onUp(t.stream, t.responseHeaders), onFail);
 }

@@ -1,7 +1,7 @@
 /** Readers shared by the Istio kinds: string matches, destinations, selectors, hosts, header operations. */
 import { isIP } from 'node:net';
-import { Msg } from '@skua/proxy/config/fields.ts';
-import { compileRe2 } from '@skua/proxy/policy/regex.ts';
+import { Msg } from '@skua/proxy/core';
+import { compileRe2 } from '@skua/proxy/matchers';
 import type { Node } from '../reader.ts';
 import type { Destination, HeaderOps, HeaderRewrites, Labels, StringMatch } from '../types.ts';
 

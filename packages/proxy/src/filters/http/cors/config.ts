@@ -1,6 +1,6 @@
 import { Msg } from '../../../config/fields.ts';
 import { probability } from '../../../config/percent.ts';
-import { compileStringMatcher } from '../../../tls/context.ts';
+import { compileStringMatcher } from '../../../matchers/string-matcher.ts';
 import type { HttpFilterConfig, HttpFilterExtension } from '../types.ts';
 import { liveCors } from './filter.ts';
 

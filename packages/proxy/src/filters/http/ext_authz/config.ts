@@ -2,7 +2,7 @@ import { Msg } from '../../../config/fields.ts';
 import { probability } from '../../../config/percent.ts';
 import { compileHeaderValue, HeaderOps, NO_HEADER_OPS } from '../../../http/header-ops.ts';
 import { compileMetadataMatcher, type MetadataPredicate } from '../../../policy/value-matcher.ts';
-import { compilePolicyStringMatcher, type StringPredicate } from '../../../policy/string-matcher.ts';
+import { compileStringMatcher, type StringPredicate } from '../../../matchers/string-matcher.ts';
 import type { HttpFilterConfig, HttpFilterExtension } from '../types.ts';
 import { liveExtAuthz } from './filter.ts';
 import { authProtos, statusCodeByName } from './protos.ts';
@@ -88,7 +88,7 @@ const REFUSED_SET = ['typed_metadata_context_namespaces', 'route_metadata_contex
 function listMatcher(m: Msg | undefined): NameMatcher | undefined {
   if (!m) return undefined;
   m.onlyFields(['patterns']);
-  const ps = m.list('patterns').map(compilePolicyStringMatcher);
+  const ps = m.list('patterns').map(compileStringMatcher);
   if (ps.length === 0) return undefined;
   return (name) => { for (const p of ps) if (p(name)) return true; return false; };
 }

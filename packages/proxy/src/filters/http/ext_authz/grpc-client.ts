@@ -4,7 +4,7 @@ import type { ClusterManager } from '../../../upstream/manager.ts';
 import type { Cluster } from '../../../upstream/cluster.ts';
 import type { Host } from '../../../upstream/host.ts';
 import type { TlsState } from '../../../tls/context.ts';
-import { sansMatch } from '../../../tls/validation.ts';
+import { sansMatch } from '../../../matchers/san.ts';
 import { messageToJson } from '../../../xds/decode.ts';
 import { log } from '../../../core/log.ts';
 import type { GrpcAuthzService } from './config.ts';

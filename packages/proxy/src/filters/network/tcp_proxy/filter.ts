@@ -6,7 +6,8 @@ import type { ClusterManager } from '../../../upstream/manager.ts';
 import type { Cluster } from '../../../upstream/cluster.ts';
 import type { Host } from '../../../upstream/host.ts';
 import type { Counter, Gauge, StatsStore } from '../../../stats/store.ts';
-import { connectHost, splice } from '../../../http/tunnel.ts';
+import { connectHost } from '../../../http/tunnel.ts';
+import { relay } from '../../../hbone/relay.ts';
 import { splicePair } from '../../../sys/splice.ts';
 import { Socket as NetSocket } from 'node:net';
 import { openConnectTunnel } from '../../../upstream/connect-tunnel.ts';
@@ -138,7 +139,7 @@ export class TcpProxy {
     if (idle > 0) {
       socket.setTimeout(idle, () => { this.stats.idleTimeout.inc(); socket.destroy(); });
     }
-    splice(socket, upstream, (rx, tx) => {
+    relay(socket, upstream, (rx, tx) => {
       rec.bytesReceived = rx;
       rec.bytesSent = tx;
       this.stats.rxBytes.inc(rx);

@@ -1,5 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import type { Msg } from '../config/fields.ts';
+import { ConfigError } from '../core/errors.ts';
 
 // V8's non-backtracking engine runs in time linear in the input, as RE2 does, but it is an
 // interpreter (measured 8.5 us vs 0.2 us per SAN regex test). So patterns are checked at load to
@@ -18,17 +19,43 @@ setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks'
  */
 export function compileRe2(m: Msg, key = 'regex'): RegExp {
   const src = m.requiredStr(key);
+  const checked = checkRe2(src);
+  if (typeof checked !== 'string') throw m.error(key, checked.error);
+  return new RegExp(`^(?:${checked})$`);
+}
+
+/**
+ * The same checks for a search-and-replace pattern (regex_rewrite): unanchored, global, so
+ * String.prototype.replace substitutes every match as RE2::GlobalReplace does.
+ */
+export function compileRe2Global(m: Msg, key = 'regex'): RegExp {
+  const src = m.requiredStr(key);
+  const checked = checkRe2(src);
+  if (typeof checked !== 'string') throw m.error(key, checked.error);
+  return new RegExp(checked, 'g');
+}
+
+/** An RE2 pattern given as plain text (not Envoy JSON): full match; throws ConfigError naming `path`. */
+export function compileRe2Text(src: string, path: string): RegExp {
+  const checked = checkRe2(src);
+  if (typeof checked !== 'string') throw new ConfigError(path, checked.error);
+  return new RegExp(`^(?:${checked})$`);
+}
+
+/** The JavaScript spelling of an RE2 pattern that V8's linear engine can run, or why it is refused. */
+function checkRe2(src: string): string | { error: string } {
   const translated = translateRe2(src);
-  if (typeof translated !== 'string') throw m.error(key, `${translated.refused} is not supported (RE2 syntax JavaScript would not read the same way)`);
+  if (typeof translated !== 'string') return { error: `${translated.refused} is not supported (RE2 syntax JavaScript would not read the same way)` };
   try {
-    new RegExp(`^(?:${translated})$`, 'l');
-    return new RegExp(`^(?:${translated})$`);
+    new RegExp(translated, 'l');
+    new RegExp(translated);
+    return translated;
   } catch (err) {
     const msg = (err as Error).message;
     if (msg.includes('linear time')) {
-      throw m.error(key, `${JSON.stringify(src)} cannot run in linear time here (backreferences, lookaround and counted repetitions above {16} are refused)`);
+      return { error: `${JSON.stringify(src)} cannot run in linear time here (backreferences, lookaround and counted repetitions above {16} are refused)` };
     }
-    throw m.error(key, `invalid regular expression: ${msg}`);
+    return { error: `invalid regular expression: ${msg}` };
   }
 }
 

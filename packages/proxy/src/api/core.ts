@@ -1,0 +1,16 @@
+/**
+ * @skua/proxy/core — what every program built on the core needs: config errors that name the
+ * field, the protobuf-JSON reader, logging, drain, stats, and the one IPv4-mapped-address
+ * canonicaliser. Re-exports only; nothing inside the proxy imports this file.
+ */
+export { ConfigError } from '../core/errors.ts';
+export { Msg } from '../config/fields.ts';
+export { normalizeKeys } from '../config/normalize.ts';
+export { log, setLogLevel, logLevel, type Level } from '../core/log.ts';
+export { DrainManager, NEVER_DRAIN, type DrainStrategy } from '../core/drain.ts';
+export { StatsStore, Counter, Gauge, Histogram } from '../stats/store.ts';
+export { canonicalIp } from '../core/canonical-ip.ts';
+export { formatHostPort } from '../config/address.ts';
+export {
+  isIp, isLoopback, sameIp, parseCidrText, parseCidrRange, contains, CidrTable, parseIpInto, formatWords, type CidrRange, type IpFamily,
+} from '../core/cidr.ts';
