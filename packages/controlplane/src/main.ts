@@ -35,6 +35,8 @@ const { values } = parseArgs({
     'state-dir': { type: 'string' },
     cacerts: { type: 'string' },
     'trust-domain': { type: 'string', default: 'cluster.local' },
+    // istiod's CA_TRUSTED_NODE_ACCOUNTS: who may ask for workloads' certificates (ztunnel).
+    'ca-trusted-node-accounts': { type: 'string', default: 'istio-system/ztunnel' },
   },
 });
 const dir = values['config-dir'];
@@ -91,7 +93,10 @@ log(`skua-controlplane: ADS on ${values['xds-address']!.replace(/:\d+$/, '')}:${
 let closeCa = async (): Promise<void> => {};
 if (values['ca-address']) {
   const ca = await CertificateAuthority.create({ trustDomain: values['trust-domain'], stateDir: values['state-dir'], cacertsDir: values.cacerts });
-  const caServer = await startCaServer({ ca, tokens: TokenAuthority.create(values['state-dir']), listen: values['ca-address'] });
+  const caServer = await startCaServer({
+    ca, tokens: TokenAuthority.create(values['state-dir']), listen: values['ca-address'],
+    trustedNodeAccounts: values['ca-trusted-node-accounts'].split(',').filter(Boolean),
+  });
   closeCa = () => caServer.close();
   log(`skua-controlplane: CA for ${ca.trustDomain} on ${values['ca-address'].replace(/:\d+$/, '')}:${caServer.port}`);
 }

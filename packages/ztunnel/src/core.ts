@@ -14,3 +14,9 @@ export {
   type NetnsSocketOptions, type SeqpacketMessage,
 } from '@skua/proxy/sys';
 export { DnsProxy, Forwarder, NameTable, readResolvConf, type NameInfo } from '@skua/proxy/dns';
+export {
+  CaError, CertificateManager, CREATE_CERTIFICATE_PATH, decodeResponse, encodeRequest,
+  type CertificateIssuer, type CertificateRequest, type CertificateResponse, type WorkloadCertificate,
+} from '@skua/proxy/identity';
+export { HboneClientPool, HboneConnectError, HboneServer, hboneSecureContext, peerSpiffeId, relay, type HboneInbound, type HboneStream } from '@skua/proxy/hbone';
+export { spiffeSanMatches } from '@skua/proxy/matchers';
