@@ -11,7 +11,12 @@ import type { ZtunnelConfig } from './config.ts';
 import { ConnectionManager } from './connections.ts';
 import { WorkloadManager, type InpodWorkload, type PodProxies } from './inpod/workload-manager.ts';
 import { ZdsClient } from './inpod/zds-client.ts';
-import type { HboneConnector, ProxyInputs } from './proxy/inputs.ts';
+import type { ProxyInputs } from './proxy/inputs.ts';
+import { podHboneConnector, podHboneServer, type HbonePoolSettings } from './proxy/hbone.ts';
+import { handleInboundHbone } from './proxy/inbound-hbone.ts';
+import { caRootPem, ztunnelIssuer } from './identity/ca-issuer.ts';
+import { certificatesDump } from './admin/certificates.ts';
+import { CertificateManager } from './core.ts';
 import { startProxies } from './proxy/pod-proxies.ts';
 import { HostSockets, InPodSockets, type SocketFactory } from './proxy/sockets.ts';
 import { ProxyState } from './state/store.ts';
@@ -27,8 +32,6 @@ export interface AppOptions {
   /** Ports for admin/stats/readiness (tests pass 0). */
   readonly adminPorts?: { admin: number; stats: number; readiness: number };
   readonly accessLog?: (line: string) => void;
-  /** Per workload: the HBONE client and the inbound handler (wired once the core's HBONE is available). */
-  readonly hbone?: (sockets: SocketFactory, identity: () => string | undefined) => HboneConnector | undefined;
 }
 
 export class ZtunnelApp {
@@ -44,12 +47,23 @@ export class ZtunnelApp {
   private dedicated: PodProxies | undefined;
   private readonly opts: AppOptions;
   private draining = false;
+  /** Workload certificates from the CA (undefined without CA_ADDRESS: HBONE is then unavailable). */
+  readonly certs: CertificateManager | undefined;
+  private readonly closeIssuer: (() => void) | undefined;
+  private readonly hboneSettings: HbonePoolSettings;
 
   constructor(opts: AppOptions) {
     this.opts = opts;
     this.cfg = opts.cfg;
     this.connections = new ConnectionManager(this.state);
     if (this.cfg.proxyMode === 'shared') this.manager = new WorkloadManager((pod) => this.startPod(pod));
+    const c = this.cfg;
+    this.hboneSettings = { maxStreamsPerConnection: c.poolMaxStreamsPerConnection, idleReleaseMs: c.poolUnusedReleaseTimeoutMs, streamWindow: c.streamWindow, connectionWindow: c.connectionWindow };
+    if (c.caAddress) {
+      const issuer = ztunnelIssuer(c);
+      this.closeIssuer = issuer.close;
+      this.certs = new CertificateManager({ issue: issuer.issue, ttlSec: c.secretTtlSec, rootCertPem: caRootPem(c) });
+    }
   }
 
   get ports(): StartedServers['ports'] | undefined {
@@ -61,7 +75,7 @@ export class ZtunnelApp {
     return {
       state: this.state, network: cfg.network, hbonePort: cfg.inboundPort, illegalPorts: cfg.illegalPorts, metrics: this.metrics,
       accessLog: this.opts.accessLog ?? ((l) => process.stdout.write(`${l}\n`)), connections: this.connections, sockets, proxyUid,
-      hbone: this.opts.hbone?.(sockets, () => local()?.identity), localWorkload: local,
+      hbone: this.certs ? podHboneConnector(sockets, this.certs, this.hboneSettings) : undefined, localWorkload: local,
       originalSource: cfg.requireOriginalSource ?? true, rng: Math.random,
     };
   }
@@ -72,10 +86,12 @@ export class ZtunnelApp {
     const { name, namespace, serviceAccount } = pod.info;
     const local = () => this.state.workloadByInfo(cfg.localNode, namespace, name, serviceAccount);
     const pi = this.inputs(pod.uid, sockets, local);
+    const hbone = this.hboneInbound(pi);
     const proxies = await startProxies(pi, {
       outboundPort: cfg.outboundPort, inboundPlaintextPort: cfg.inboundPlaintextPort, inboundPort: cfg.inboundPort,
-      bindAddress: '0.0.0.0', terminationDeadlineMs: cfg.terminationDeadlineMs,
+      bindAddress: '0.0.0.0', terminationDeadlineMs: cfg.terminationDeadlineMs, inbound: hbone?.handle,
     });
+    this.prefetch(local()?.identity);
     let dns: Awaited<ReturnType<typeof startPodDns>> | undefined;
     if (cfg.dnsProxy) {
       try {
@@ -85,7 +101,19 @@ export class ZtunnelApp {
         throw e;
       }
     }
-    return { close: async () => { await dns?.close(); await proxies.close(); pi.hbone?.close(); } };
+    return { close: async () => { await dns?.close(); await proxies.close(); pi.hbone?.close(); await hbone?.close(); } };
+  }
+
+  /** 15008 for one workload: TLS with its certificate, then each CONNECT to the inbound handler. */
+  private hboneInbound(pi: ProxyInputs): { handle: (pi: ProxyInputs, s: import('node:net').Socket) => void; close: () => Promise<void> } | undefined {
+    if (!this.certs) return undefined;
+    const server = podHboneServer(this.certs, () => pi.localWorkload()?.identity, (inb) => handleInboundHbone(pi, inb, this.cfg.enableResponseBaggage), this.hboneSettings);
+    return { handle: (_pi, socket) => server.handle(socket), close: () => server.close() };
+  }
+
+  /** Fetches a workload's certificate ahead of its first connection (ztunnel prefetches for local workloads). */
+  private prefetch(identity: string | undefined): void {
+    if (identity && this.certs) this.certs.get(identity).catch((e: Error) => log.warn(`certificate for ${identity}: ${e.message}`));
   }
 
   private forwarderCache: Forwarder | undefined;
@@ -119,7 +147,7 @@ export class ZtunnelApp {
       this.ads = startWdsClient(cfg, this.wds, new StatsStore(), this.opts.env);
     }
     this.servers = await startAdminServers({
-      configDump: () => configDump(this.state, this.connections, [], this.manager?.locals() ?? this.dedicatedLocals()),
+      configDump: () => configDump(this.state, this.connections, certificatesDump(this.certs), this.manager?.locals() ?? this.dedicatedLocals()),
       connections: () => (this.manager?.locals() ?? this.dedicatedLocals()).map((l) => ({
         state: l.state, connections: this.connections.connectionsOf(l.uid), info: { name: l.name, namespace: l.namespace, trustDomain: '', serviceAccount: l.serviceAccount },
       })),
@@ -134,10 +162,13 @@ export class ZtunnelApp {
       const w = cfg.proxyWorkload!;
       const sockets = new HostSockets(cfg.packetMark);
       const local = () => this.state.workloadByInfo(undefined, w.namespace, w.name, w.serviceAccount);
-      this.dedicated = await startProxies(this.inputs(`${w.namespace}/${w.name}`, sockets, local), {
+      const pi = this.inputs(`${w.namespace}/${w.name}`, sockets, local);
+      const hbone = this.hboneInbound(pi);
+      const proxies = await startProxies(pi, {
         outboundPort: cfg.outboundPort, inboundPlaintextPort: cfg.inboundPlaintextPort, inboundPort: cfg.inboundPort,
-        bindAddress: '0.0.0.0', terminationDeadlineMs: cfg.terminationDeadlineMs,
+        bindAddress: '0.0.0.0', terminationDeadlineMs: cfg.terminationDeadlineMs, inbound: hbone?.handle,
       });
+      this.dedicated = { close: async () => { await proxies.close(); pi.hbone?.close(); await hbone?.close(); } };
     }
   }
 
@@ -154,6 +185,8 @@ export class ZtunnelApp {
     await this.zds?.stop();
     await Promise.all([this.manager?.drainAll(), this.dedicated?.close()]);
     this.ads?.stop();
+    this.certs?.stop();
+    this.closeIssuer?.();
     await this.servers?.close();
   }
 }

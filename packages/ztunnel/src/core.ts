@@ -8,7 +8,7 @@ export {
   type AuthzFacts, type CompiledIstioPolicy, type IstioAuthorization, type IstioDecision, type IstioMatch, type IstioStringMatch, type PeerIdentity,
 } from '@skua/proxy/policy';
 export { AdsClient, decodeResource, encodeResource, TYPE_URL, typeForUrl, type XdsHandler, type XdsRejection, type XdsUpdate } from '@skua/proxy/xds';
-export { parseGoDuration } from '@skua/proxy/identity';
+export { parseGoDuration, splitPem } from '@skua/proxy/identity';
 export {
   createSocket, getOriginalDst, listenInNetns, netnsAvailable, originalDestination, SeqpacketServer, SeqpacketSocket, socketInNetns, udpInNetns,
   type NetnsSocketOptions, type SeqpacketMessage,

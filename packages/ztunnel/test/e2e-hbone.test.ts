@@ -1,0 +1,189 @@
+// skua-ztunnel end to end on two nodes in network namespaces (needs root): the real
+// skua-controlplane serves WDS and the CA (ztunnel's token, ImpersonatedIdentity), a CNI stand-in
+// per node speaks ZDS. client app → its ztunnel → HBONE (mTLS, ALPN h2, CONNECT) → the other
+// ztunnel → server app: bytes intact both ways, the app sees the client's own address, the wire
+// between the nodes carries only TLS to 15008 (tcpdump), the logs carry both identities, the dump
+// lists the certificates; an ALLOW policy changed live closes the open tunnel within a second and
+// refuses new ones (401); a python3-h2 HBONE client (an independent peer) gets through; with the
+// control plane down, cached state and certificates keep serving, and it resyncs when back.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import type net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+import { CertificateAuthority } from '../../controlplane/src/ca/authority.ts';
+import { TokenAuthority } from '../../controlplane/src/ca/token.ts';
+import { netnsAvailable, socketInNetns, TYPE_URL } from '../src/core.ts';
+import { CniStandIn } from '../src/cni/standin.ts';
+import { ECHO_SERVER, SEND_CLIENT, Topology } from './lib/topology.ts';
+import { PYTHON_HBONE_CLIENT } from './lib/python-hbone.ts';
+import { waitFor } from './lib/wait.ts';
+import { makeCsr, newKeyPair, privateKeyPem } from '@skua/proxy/identity';
+
+const execFileAsync = promisify(execFile);
+const skip = process.getuid?.() !== 0 || !netnsAvailable ? 'needs root and the netns addon' : false;
+const ROOT = new URL('../../../', import.meta.url).pathname;
+const ip4 = (s: string): string => Buffer.from(s.split('.').map(Number)).toString('base64');
+const SLEEP = 'spiffe://cluster.local/ns/default/sa/sleep';
+const HTTPBIN = 'spiffe://cluster.local/ns/default/sa/httpbin';
+type Json = Record<string, unknown>;
+
+describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 }, () => {
+  let topo: Topology, dir: string, ca: CertificateAuthority;
+  let client: ReturnType<Topology['addPod']>, server: ReturnType<Topology['addPod']>;
+  const cnis: CniStandIn[] = [];
+  const logs: string[][] = [[], []];
+  const zt: ChildProcess[] = [];
+  let controlplane: ChildProcess;
+  let wds: Json[] = [];
+
+  const workload = (name: string, ip: string, node: string, extra: Json = {}): Json => ({
+    '@type': TYPE_URL.address,
+    workload: { uid: `Kubernetes//Pod/default/${name}`, name, namespace: 'default', service_account: name === 'client' ? 'sleep' : 'httpbin',
+      addresses: [ip4(ip)], node, tunnel_protocol: 'HBONE', workload_name: name, canonical_name: name, canonical_revision: 'v1', ...extra },
+  });
+  const allow = (principal: string): Json => ({ '@type': TYPE_URL.authorization, name: 'allow-one', namespace: 'default', scope: 'NAMESPACE', action: 'ALLOW',
+    rules: [{ clauses: [{ matches: [{ principals: [{ exact: principal.slice('spiffe://'.length) }] }] }] }] });
+  const publish = (resources: Json[]): void => {
+    wds = resources;
+    writeFileSync(join(dir, 'cp', '.wds.tmp'), JSON.stringify({ resources }));
+    renameSync(join(dir, 'cp', '.wds.tmp'), join(dir, 'cp', 'wds.json'));
+  };
+  const inNode = async (i: number, ...args: string[]): Promise<string> => (await execFileAsync('ip', ['netns', 'exec', topo.nodes[i].netns, ...args])).stdout;
+  const startControlPlane = (): ChildProcess => topo.spawnIn(topo.core, process.execPath, [join(ROOT, 'packages/controlplane/bin/skua-controlplane.js'),
+    '--config-dir', join(dir, 'cp'), '--xds-address', `${topo.coreIp}:15010`, '--ca-address', `${topo.coreIp}:15012`, '--state-dir', join(dir, 'state')]);
+
+  before(async () => {
+    topo = new Topology(2, 4);
+    client = topo.addPod(1, 'hc', 2);
+    server = topo.addPod(2, 'hs', 2);
+    dir = mkdtempSync(join(tmpdir(), 'skua-zt-hbone-'));
+    mkdirSync(join(dir, 'cp'));
+    // The CA's root and the token key are made here first; the control plane loads the same ones.
+    ca = await CertificateAuthority.create({ trustDomain: 'cluster.local', stateDir: join(dir, 'state') });
+    const token = TokenAuthority.create(join(dir, 'state')).issue({ namespace: 'istio-system', serviceAccount: 'ztunnel' }, 3600);
+    writeFileSync(join(dir, 'root-cert.pem'), ca.rootCertPem);
+    writeFileSync(join(dir, 'token'), token);
+    publish([
+      workload('client', client.ip, 'node1'),
+      workload('server', server.ip, 'node2', { services: { 'default/echo.default.svc.cluster.local': { ports: [{ service_port: 80, target_port: 8080 }] } } }),
+      { '@type': TYPE_URL.address, service: { name: 'echo', namespace: 'default', hostname: 'echo.default.svc.cluster.local', addresses: [{ address: ip4('10.96.0.10') }], ports: [{ service_port: 80, target_port: 8080 }] } },
+      allow(SLEEP),
+    ]);
+    controlplane = startControlPlane();
+    topo.spawnIn(server.netns, 'python3', ['-c', ECHO_SERVER, '8080']);
+    for (const [i, pod, info] of [[0, client, { name: 'client', namespace: 'default', serviceAccount: 'sleep' }], [1, server, { name: 'server', namespace: 'default', serviceAccount: 'httpbin' }]] as const) {
+      const cni = new CniStandIn(join(dir, `node${i + 1}.sock`));
+      cni.start();
+      await cni.addPod({ uid: `uid-${info.name}`, info, netnsPath: pod.path });
+      cnis.push(cni);
+      const p = topo.spawnIn(topo.nodes[i].netns, process.execPath, [join(ROOT, 'packages/ztunnel/bin/skua-ztunnel.js')], {
+        XDS_ADDRESS: `http://${topo.coreIp}:15010`, CA_ADDRESS: `https://${topo.coreIp}:15012`, CA_ROOT_CA: join(dir, 'root-cert.pem'),
+        ALT_CA_HOSTNAME: 'istiod.istio-system.svc', AUTH_TOKEN: join(dir, 'token'), INPOD_UDS: cni.path, NODE_NAME: `node${i + 1}`,
+        POD_NAME: `ztunnel-${i + 1}`, POD_NAMESPACE: 'istio-system', INSTANCE_IP: topo.nodes[i].underlayIp, CONNECTION_TERMINATION_DEADLINE: '2s',
+      });
+      createInterface({ input: p.stdout! }).on('line', (l) => logs[i].push(l));
+      p.stderr!.on('data', (d: Buffer) => { if (process.env.ZT_DEBUG) process.stderr.write(d); });
+      zt.push(p);
+    }
+    await waitFor(() => cnis.every((c) => c.snapshots >= 1), 'both ztunnels connected to their CNI', 20_000);
+    for (const i of [0, 1]) {
+      for (let k = 0; k < 100; k++) {
+        try { if ((await inNode(i, 'curl', '-s', 'http://127.0.0.1:15021/healthz/ready')) === 'ready\n') break; } catch { /* not up */ }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  });
+  after(async () => {
+    for (const c of cnis) c.close();
+    await topo?.destroy();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const send = async (netns: string, host: string, port: number, bytes: number): Promise<string> =>
+    (await execFileAsync('ip', ['netns', 'exec', netns, 'python3', '-c', SEND_CLIENT, host, String(port), String(bytes)])).stdout.trim();
+
+  test('client → VIP → HBONE → server: bytes intact, original source, only TLS to 15008 on the wire', async () => {
+    const pcap = join(dir, 'wire.pcap');
+    const dump = topo.spawnIn(topo.nodes[1].netns, 'tcpdump', ['-i', 'under0', '-U', '-w', pcap, 'tcp and net 10.77.0.0/16']);
+    await new Promise((r) => setTimeout(r, 500));
+    const marker = 'SKUA-PLAINTEXT-MARKER-'.repeat(4);
+    const out = (await execFileAsync('ip', ['netns', 'exec', client.netns, 'python3', '-c',
+      `import socket;c=socket.create_connection(("10.96.0.10",80),5);c.sendall(b"${marker}");c.shutdown(socket.SHUT_WR);d=b""\nwhile True:\n  x=c.recv(65536)\n  if not x: break\n  d+=x\nprint(d.decode())`])).stdout;
+    assert.equal(out.trim(), `peer=${client.ip}\n${marker}`);
+    assert.equal(await send(client.netns, '10.96.0.10', 80, 4 << 20), `peer=${client.ip} 4194304 True`);
+    await new Promise((r) => setTimeout(r, 300));
+    await topo.stop(dump, 'SIGINT');
+    const ports = (await execFileAsync('tcpdump', ['-nn', '-r', pcap])).stdout.split('\n').filter(Boolean)
+      .map((l) => /IP [\d.]+\.(\d+) > [\d.]+\.(\d+):/.exec(l)).filter((m): m is RegExpExecArray => m !== null).map((m) => Math.min(Number(m[1]), Number(m[2])));
+    assert.ok(ports.length > 50, `captured ${ports.length} packets`);
+    assert.deepEqual([...new Set(ports)], [15008], 'between the pods of the two nodes only 15008');
+    assert.ok(!readFileSync(pcap).includes(Buffer.from('SKUA-PLAINTEXT-MARKER')), 'no plaintext on the wire');
+  });
+
+  test('access logs carry both identities; the dump lists the certificates', async () => {
+    await waitFor(() => logs[0].some((l) => l.includes('direction="outbound"')) && logs[1].some((l) => l.includes('direction="inbound"')), 'the access logs');
+    const out = logs[0].find((l) => l.includes('direction="outbound"') && l.includes('bytes_sent=4194304'))!;
+    assert.match(out, new RegExp(`src\\.identity="${SLEEP}" dst\\.addr=${server.ip}:15008 dst\\.hbone_addr=${server.ip}:8080 dst\\.service="echo\\.default\\.svc\\.cluster\\.local" dst\\.workload="server" dst\\.namespace="default" dst\\.identity="${HTTPBIN}" direction="outbound" bytes_sent=4194304`));
+    assert.ok(logs[1].some((l) => new RegExp(`src\\.identity="${SLEEP}".*dst\\.identity="${HTTPBIN}" direction="inbound" bytes_sent=\\d+ bytes_recv=4194304`).test(l)));
+    const dump = JSON.parse(await inNode(0, 'curl', '-s', 'http://127.0.0.1:15000/config_dump')) as { certificates: Array<{ identity: string; state: string; certChain: unknown[] }> };
+    assert.deepEqual(dump.certificates.map((c) => [c.identity, c.state, c.certChain.length]), [[SLEEP, 'Available', 2]]);
+  });
+
+  test('an independent HBONE client (python3-h2) gets through the server ztunnel', async () => {
+    const keys = await newKeyPair();
+    const chain = await ca.issue(await makeCsr(keys, SLEEP), SLEEP, 3600);
+    writeFileSync(join(dir, 'py-cert.pem'), chain.slice(0, -1).join(''));
+    writeFileSync(join(dir, 'py-key.pem'), await privateKeyPem(keys.privateKey));
+    const { stdout } = await execFileAsync('ip', ['netns', 'exec', topo.core, '/usr/bin/python3', '-c', PYTHON_HBONE_CLIENT, server.ip, '15008', `${server.ip}:8080`,
+      join(dir, 'py-cert.pem'), join(dir, 'py-key.pem'), join(dir, 'root-cert.pem'), String(1 << 20)]);
+    assert.equal(stdout.trim(), `200 peer=${topo.coreIp} 1048576 True`);
+  });
+
+  test('a policy change denies the open tunnel within a second; new ones get 401', async () => {
+    const fd = openSync(client.path, 'r');
+    let conn: net.Socket;
+    try { conn = socketInNetns(fd, 4); } finally { closeSync(fd); }
+    conn.connect(80, '10.96.0.10');
+    const data: Buffer[] = [];
+    conn.on('data', (c: Buffer) => data.push(c));
+    conn.on('error', () => {});
+    await waitFor(() => Buffer.concat(data).toString().startsWith('peer='), 'the greeting');
+    const pushed = performance.now();
+    publish([...wds.filter((r) => r.name !== 'allow-one'), allow('spiffe://cluster.local/ns/default/sa/other')]);
+    try {
+      await once(conn, 'end');
+      conn.destroy();
+      assert.ok(performance.now() - pushed < 1300, `closed after ${Math.round(performance.now() - pushed)} ms`);
+      assert.equal(await send(client.netns, '10.96.0.10', 80, 10), '0 False');
+      await waitFor(() => logs[0].some((l) => /direction="outbound".*error="CONNECT .* answered 401"/.test(l))
+        && logs[1].some((l) => /direction="inbound".*error="connection closed due to policy rejection: allow policies exist, but none allowed"/.test(l)), 'the 401 in the logs');
+      assert.ok(logs[1].some((l) => /direction="inbound".*error="connection closed due to policy change"/.test(l)));
+    } finally {
+      publish([...wds.filter((r) => r.name !== 'allow-one'), allow(SLEEP)]);
+    }
+  });
+
+  test('control plane down: cached state and certificates keep serving; back: resync', async () => {
+    // The previous test's policy is restored first (pushed before the control plane goes).
+    for (let k = 0; k < 50 && !(await send(client.netns, '10.96.0.10', 80, 1000)).endsWith('1000 True'); k++) await new Promise((r) => setTimeout(r, 100));
+    await topo.stop(controlplane, 'SIGTERM');
+    assert.equal(await send(client.netns, '10.96.0.10', 80, 100_000), `peer=${client.ip} 100000 True`);
+    publish([...wds, { '@type': TYPE_URL.address, service: { name: 'echo2', namespace: 'default', hostname: 'echo2.default.svc.cluster.local', addresses: [{ address: ip4('10.96.0.11') }], ports: [{ service_port: 81, target_port: 8080 }] } }]);
+    publish(wds.map((r) => ((r.workload as Json | undefined)?.name === 'server'
+      ? { ...r, workload: { ...(r.workload as Json), services: { ...((r.workload as Json).services as Json), 'default/echo2.default.svc.cluster.local': { ports: [{ service_port: 81, target_port: 8080 }] } } } }
+      : r)));
+    controlplane = startControlPlane();
+    let out = '';
+    for (let k = 0; k < 100 && !out.endsWith('10 True'); k++) {
+      out = await send(client.netns, '10.96.0.11', 81, 10).catch(() => '');
+      if (!out.endsWith('10 True')) await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal(out, `peer=${client.ip} 10 True`);
+  });
+});
