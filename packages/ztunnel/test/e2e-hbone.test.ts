@@ -8,40 +8,29 @@
 // control plane down, cached state and certificates keep serving, and it resyncs when back.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import type net from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
-import { CertificateAuthority } from '../../controlplane/src/ca/authority.ts';
-import { TokenAuthority } from '../../controlplane/src/ca/token.ts';
 import { netnsAvailable, socketInNetns, TYPE_URL } from '../src/core.ts';
-import { CniStandIn } from '../src/cni/standin.ts';
-import { ECHO_SERVER, SEND_CLIENT, Topology } from './lib/topology.ts';
+import { ECHO_SERVER, SEND_CLIENT, type Topology } from './lib/topology.ts';
+import { ZtunnelCluster, type ClusterPod, type PodDef } from './lib/cluster.ts';
 import { PYTHON_HBONE_CLIENT } from './lib/python-hbone.ts';
 import { waitFor } from './lib/wait.ts';
 import { makeCsr, newKeyPair, privateKeyPem } from '@skua/proxy/identity';
 
 const execFileAsync = promisify(execFile);
 const skip = process.getuid?.() !== 0 || !netnsAvailable ? 'needs root and the netns addon' : false;
-const ROOT = new URL('../../../', import.meta.url).pathname;
 const ip4 = (s: string): string => Buffer.from(s.split('.').map(Number)).toString('base64');
 const SLEEP = 'spiffe://cluster.local/ns/default/sa/sleep';
 const HTTPBIN = 'spiffe://cluster.local/ns/default/sa/httpbin';
 type Json = Record<string, unknown>;
 
 describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 }, () => {
-  let topo: Topology, dir: string, ca: CertificateAuthority;
-  let client: ReturnType<Topology['addPod']>, server: ReturnType<Topology['addPod']>;
-  const cnis: CniStandIn[] = [];
-  const logs: string[][] = [[], []];
-  const zt: ChildProcess[] = [];
-  let controlplane: ChildProcess;
-  let wds: Json[] = [];
-
+  let cluster: ZtunnelCluster, topo: Topology, dir: string, client: ClusterPod, server: ClusterPod;
+  let logs: string[][];
   const workload = (name: string, ip: string, node: string, extra: Json = {}): Json => ({
     '@type': TYPE_URL.address,
     workload: { uid: `Kubernetes//Pod/default/${name}`, name, namespace: 'default', service_account: name === 'client' ? 'sleep' : 'httpbin',
@@ -49,60 +38,32 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
   });
   const allow = (principal: string): Json => ({ '@type': TYPE_URL.authorization, name: 'allow-one', namespace: 'default', scope: 'NAMESPACE', action: 'ALLOW',
     rules: [{ clauses: [{ matches: [{ principals: [{ exact: principal.slice('spiffe://'.length) }] }] }] }] });
-  const publish = (resources: Json[]): void => {
-    wds = resources;
-    writeFileSync(join(dir, 'cp', '.wds.tmp'), JSON.stringify({ resources }));
-    renameSync(join(dir, 'cp', '.wds.tmp'), join(dir, 'cp', 'wds.json'));
-  };
-  const inNode = async (i: number, ...args: string[]): Promise<string> => (await execFileAsync('ip', ['netns', 'exec', topo.nodes[i].netns, ...args])).stdout;
-  const startControlPlane = (): ChildProcess => topo.spawnIn(topo.core, process.execPath, [join(ROOT, 'packages/controlplane/bin/skua-controlplane.js'),
-    '--config-dir', join(dir, 'cp'), '--xds-address', `${topo.coreIp}:15010`, '--ca-address', `${topo.coreIp}:15012`, '--state-dir', join(dir, 'state')]);
+  const publish = (resources: Json[]): void => cluster.publish(resources);
+  const inNode = (i: number, ...args: string[]): Promise<string> => cluster.inNode(i, ...args);
 
   before(async () => {
-    topo = new Topology(2, 4);
-    client = topo.addPod(1, 'hc', 2);
-    server = topo.addPod(2, 'hs', 2);
-    dir = mkdtempSync(join(tmpdir(), 'skua-zt-hbone-'));
-    mkdirSync(join(dir, 'cp'));
-    // The CA's root and the token key are made here first; the control plane loads the same ones.
-    ca = await CertificateAuthority.create({ trustDomain: 'cluster.local', stateDir: join(dir, 'state') });
-    const token = TokenAuthority.create(join(dir, 'state')).issue({ namespace: 'istio-system', serviceAccount: 'ztunnel' }, 3600);
-    writeFileSync(join(dir, 'root-cert.pem'), ca.rootCertPem);
-    writeFileSync(join(dir, 'token'), token);
+    cluster = new ZtunnelCluster(2, 4, true);
+    topo = cluster.topo;
+    dir = cluster.dir;
+    logs = cluster.logs;
+    const pods: PodDef[] = [
+      { node: 1, short: 'hc', host: 2, info: { name: 'client', namespace: 'default', serviceAccount: 'sleep' } },
+      { node: 2, short: 'hs', host: 2, info: { name: 'server', namespace: 'default', serviceAccount: 'httpbin' } },
+    ];
+    cluster.addPods(pods);
+    client = cluster.pod('hc');
+    server = cluster.pod('hs');
     publish([
       workload('client', client.ip, 'node1'),
       workload('server', server.ip, 'node2', { services: { 'default/echo.default.svc.cluster.local': { ports: [{ service_port: 80, target_port: 8080 }] } } }),
       { '@type': TYPE_URL.address, service: { name: 'echo', namespace: 'default', hostname: 'echo.default.svc.cluster.local', addresses: [{ address: ip4('10.96.0.10') }], ports: [{ service_port: 80, target_port: 8080 }] } },
       allow(SLEEP),
     ]);
-    controlplane = startControlPlane();
     topo.spawnIn(server.netns, 'python3', ['-c', ECHO_SERVER, '8080']);
-    for (const [i, pod, info] of [[0, client, { name: 'client', namespace: 'default', serviceAccount: 'sleep' }], [1, server, { name: 'server', namespace: 'default', serviceAccount: 'httpbin' }]] as const) {
-      const cni = new CniStandIn(join(dir, `node${i + 1}.sock`));
-      cni.start();
-      await cni.addPod({ uid: `uid-${info.name}`, info, netnsPath: pod.path });
-      cnis.push(cni);
-      const p = topo.spawnIn(topo.nodes[i].netns, process.execPath, [join(ROOT, 'packages/ztunnel/bin/skua-ztunnel.js')], {
-        XDS_ADDRESS: `http://${topo.coreIp}:15010`, CA_ADDRESS: `https://${topo.coreIp}:15012`, CA_ROOT_CA: join(dir, 'root-cert.pem'),
-        ALT_CA_HOSTNAME: 'istiod.istio-system.svc', AUTH_TOKEN: join(dir, 'token'), INPOD_UDS: cni.path, NODE_NAME: `node${i + 1}`,
-        POD_NAME: `ztunnel-${i + 1}`, POD_NAMESPACE: 'istio-system', INSTANCE_IP: topo.nodes[i].underlayIp, CONNECTION_TERMINATION_DEADLINE: '2s',
-      });
-      createInterface({ input: p.stdout! }).on('line', (l) => logs[i].push(l));
-      p.stderr!.on('data', (d: Buffer) => { if (process.env.ZT_DEBUG) process.stderr.write(d); });
-      zt.push(p);
-    }
-    await waitFor(() => cnis.every((c) => c.snapshots >= 1), 'both ztunnels connected to their CNI', 20_000);
-    for (const i of [0, 1]) {
-      for (let k = 0; k < 100; k++) {
-        try { if ((await inNode(i, 'curl', '-s', 'http://127.0.0.1:15021/healthz/ready')) === 'ready\n') break; } catch { /* not up */ }
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
+    await cluster.start(pods);
   });
   after(async () => {
-    for (const c of cnis) c.close();
-    await topo?.destroy();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await cluster?.destroy();
   });
 
   const send = async (netns: string, host: string, port: number, bytes: number): Promise<string> =>
@@ -137,7 +98,7 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
 
   test('an independent HBONE client (python3-h2) gets through the server ztunnel', async () => {
     const keys = await newKeyPair();
-    const chain = await ca.issue(await makeCsr(keys, SLEEP), SLEEP, 3600);
+    const chain = await cluster.ca!.issue(await makeCsr(keys, SLEEP), SLEEP, 3600);
     writeFileSync(join(dir, 'py-cert.pem'), chain.slice(0, -1).join(''));
     writeFileSync(join(dir, 'py-key.pem'), await privateKeyPem(keys.privateKey));
     const { stdout } = await execFileAsync('ip', ['netns', 'exec', topo.core, '/usr/bin/python3', '-c', PYTHON_HBONE_CLIENT, server.ip, '15008', `${server.ip}:8080`,
@@ -155,7 +116,7 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
     conn.on('error', () => {});
     await waitFor(() => Buffer.concat(data).toString().startsWith('peer='), 'the greeting');
     const pushed = performance.now();
-    publish([...wds.filter((r) => r.name !== 'allow-one'), allow('spiffe://cluster.local/ns/default/sa/other')]);
+    publish([...cluster.wds.filter((r) => r.name !== 'allow-one'), allow('spiffe://cluster.local/ns/default/sa/other')]);
     try {
       await once(conn, 'end');
       conn.destroy();
@@ -165,20 +126,20 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
         && logs[1].some((l) => /direction="inbound".*error="connection closed due to policy rejection: allow policies exist, but none allowed"/.test(l)), 'the 401 in the logs');
       assert.ok(logs[1].some((l) => /direction="inbound".*error="connection closed due to policy change"/.test(l)));
     } finally {
-      publish([...wds.filter((r) => r.name !== 'allow-one'), allow(SLEEP)]);
+      publish([...cluster.wds.filter((r) => r.name !== 'allow-one'), allow(SLEEP)]);
     }
   });
 
   test('control plane down: cached state and certificates keep serving; back: resync', async () => {
     // The previous test's policy is restored first (pushed before the control plane goes).
     for (let k = 0; k < 50 && !(await send(client.netns, '10.96.0.10', 80, 1000)).endsWith('1000 True'); k++) await new Promise((r) => setTimeout(r, 100));
-    await topo.stop(controlplane, 'SIGTERM');
+    await topo.stop(cluster.controlplane!, 'SIGTERM');
     assert.equal(await send(client.netns, '10.96.0.10', 80, 100_000), `peer=${client.ip} 100000 True`);
-    publish([...wds, { '@type': TYPE_URL.address, service: { name: 'echo2', namespace: 'default', hostname: 'echo2.default.svc.cluster.local', addresses: [{ address: ip4('10.96.0.11') }], ports: [{ service_port: 81, target_port: 8080 }] } }]);
-    publish(wds.map((r) => ((r.workload as Json | undefined)?.name === 'server'
+    publish([...cluster.wds, { '@type': TYPE_URL.address, service: { name: 'echo2', namespace: 'default', hostname: 'echo2.default.svc.cluster.local', addresses: [{ address: ip4('10.96.0.11') }], ports: [{ service_port: 81, target_port: 8080 }] } }]);
+    publish(cluster.wds.map((r) => ((r.workload as Json | undefined)?.name === 'server'
       ? { ...r, workload: { ...(r.workload as Json), services: { ...((r.workload as Json).services as Json), 'default/echo2.default.svc.cluster.local': { ports: [{ service_port: 81, target_port: 8080 }] } } } }
       : r)));
-    controlplane = startControlPlane();
+    cluster.startControlPlane();
     let out = '';
     for (let k = 0; k < 100 && !out.endsWith('10 True'); k++) {
       out = await send(client.netns, '10.96.0.11', 81, 10).catch(() => '');
