@@ -68,7 +68,7 @@ async function main(): Promise<void> {
     writeFileSync(join(c.dir, '1k'), 'x'.repeat(1024));
     for (const p of [server, plainS]) {
       const conf = join(c.dir, `nginx-${p.netns}.conf`);
-      writeFileSync(conf, `daemon off; worker_processes 1; pid ${c.dir}/nginx-${p.netns}.pid; error_log /dev/null; events { worker_connections 1024; }
+      writeFileSync(conf, `daemon off; user root; worker_processes 1; pid ${c.dir}/nginx-${p.netns}.pid; error_log /dev/null; events { worker_connections 1024; }
 http { access_log off; server { listen 8081; location / { root ${c.dir}; try_files /1k =404; } } }\n`);
       c.topo.spawnIn(p.netns, process.execPath, [LOAD, 'sink', '8080']);
       c.topo.spawnIn(p.netns, 'nginx', ['-c', conf]);
@@ -107,11 +107,12 @@ http { access_log off; server { listen 8081; location / { root ${c.dir}; try_fil
     }
     out.newConnectionsPerSecond = connrate;
 
-    // RSS per 1,000 open tunnels: both ztunnels, before and with 1,000 connections held open.
+    // RSS per 1,000 open tunnels: both ztunnels after a quiet spell, then with 2,000 connections held open.
+    await new Promise((r) => setTimeout(r, 5000));
     const rssBefore = zt.map((p) => usage(p).rssKb);
-    const holder = spawn('ip', ['netns', 'exec', client.netns, process.execPath, LOAD, 'hold', server.ip, '8080', '1000'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const holder = spawn('ip', ['netns', 'exec', client.netns, process.execPath, LOAD, 'hold', server.ip, '8080', '2000'], { stdio: ['pipe', 'pipe', 'inherit'] });
     const held = await new Promise<Json>((resolve) => holder.stdout.once('data', (d: Buffer) => resolve(JSON.parse(d.toString()) as Json)));
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, 5000));
     const rssHeld = zt.map((p) => usage(p).rssKb);
     holder.stdin.end();
     await new Promise((r) => holder.once('exit', r));
