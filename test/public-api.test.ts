@@ -66,7 +66,7 @@ test('the export map is a handful of entry modules in src/api, each with its hea
   for (const f of apiFiles) {
     const text = readFileSync(join(API_DIR, f), 'utf8');
     assert.match(text, new RegExp(`^/\\*\\*\\n \\* @skua/proxy/${f.slice(0, -3)} — \\S`), `${f} opens with its header`);
-    const code = text.replace(/\/\*\*[\s\S]*?\*\//, '').replace(/\/\/.*$/gm, '');
+    const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
     for (const stmt of code.split(';').map((s) => s.trim()).filter(Boolean)) {
       assert.match(stmt, /^export (type )?(\{[\s\S]*\}|\*) from '\.\.\/[^']+'$|^export \{\}$/, `${f}: only re-exports, got ${stmt.slice(0, 80)}`);
     }

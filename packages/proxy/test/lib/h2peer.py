@@ -35,7 +35,18 @@ def settings_dict(changed):
     return out
 
 
-def client(host, port, cert, key, ca, authority, payload_bytes):
+def note_connection_event(ev, result):
+    """Records the peer's SETTINGS and connection-level WINDOW_UPDATEs; True when `ev` was one."""
+    if isinstance(ev, h2.events.RemoteSettingsChanged):
+        result['settings'].update(settings_dict(ev.changed_settings))
+        return True
+    if isinstance(ev, h2.events.WindowUpdated) and ev.stream_id == 0:
+        result['connection_window_updates'].append(ev.delta)
+        return True
+    return False
+
+
+def client_exchange(result, host, port, cert, key, ca, authority, payload_bytes):
     ctx = ssl.create_default_context(cafile=ca)
     ctx.check_hostname = False  # HBONE dials by IP; the identity is checked by SAN, not name
     ctx.minimum_version = ssl.TLSVersion.TLSv1_3
@@ -50,7 +61,8 @@ def client(host, port, cert, key, ca, authority, payload_bytes):
     sid = conn.get_next_available_stream_id()
     conn.send_headers(sid, [(':method', 'CONNECT'), (':authority', authority)])
     tls.sendall(conn.data_to_send())
-    result = {'alpn': tls.selected_alpn_protocol(), 'tls': tls.version(), 'settings': {}, 'connection_window_updates': [], 'status': None, 'echoed': 0}
+    result['alpn'] = tls.selected_alpn_protocol()
+    result['tls'] = tls.version()
     payload = b'x' * int(payload_bytes)
     sent = False
     done = False
@@ -59,11 +71,9 @@ def client(host, port, cert, key, ca, authority, payload_bytes):
         if not data:
             break
         for ev in conn.receive_data(data):
-            if isinstance(ev, h2.events.RemoteSettingsChanged):
-                result['settings'].update(settings_dict(ev.changed_settings))
-            elif isinstance(ev, h2.events.WindowUpdated) and ev.stream_id == 0:
-                result['connection_window_updates'].append(ev.delta)
-            elif isinstance(ev, h2.events.ResponseReceived):
+            if note_connection_event(ev, result):
+                continue
+            if isinstance(ev, h2.events.ResponseReceived):
                 result['status'] = int(dict(ev.headers)[b':status'])
             elif isinstance(ev, h2.events.DataReceived):
                 result['echoed'] += len(ev.data)
@@ -86,6 +96,15 @@ def client(host, port, cert, key, ca, authority, payload_bytes):
             else:
                 sent = False  # wait for a WINDOW_UPDATE, then send the rest
         tls.sendall(conn.data_to_send())
+
+
+def client(*args):
+    """Runs the exchange; a refused handshake or a reset still prints what was seen, with the error."""
+    result = {'settings': {}, 'connection_window_updates': [], 'status': None, 'echoed': 0}
+    try:
+        client_exchange(result, *args)
+    except (ssl.SSLError, ConnectionError, OSError) as err:
+        result['error'] = type(err).__name__
     print(json.dumps(result), flush=True)
 
 
@@ -127,11 +146,9 @@ def server(cert, key, ca):
         if not data:
             break
         for ev in conn.receive_data(data):
-            if isinstance(ev, h2.events.RemoteSettingsChanged):
-                result['settings'].update(settings_dict(ev.changed_settings))
-            elif isinstance(ev, h2.events.WindowUpdated) and ev.stream_id == 0:
-                result['connection_window_updates'].append(ev.delta)
-            elif isinstance(ev, h2.events.RequestReceived):
+            if note_connection_event(ev, result):
+                continue
+            if isinstance(ev, h2.events.RequestReceived):
                 h = dict(ev.headers)
                 result['methods'].append(h[b':method'].decode())
                 result['authorities'].append(h[b':authority'].decode())
