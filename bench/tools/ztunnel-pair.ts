@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { promisify } from 'node:util';
 import { TYPE_URL } from '../../packages/ztunnel/src/core.ts';
-import { ZtunnelCluster, type PodDef } from '../../packages/ztunnel/test/lib/cluster.ts';
+import { ip4, ZtunnelCluster, type PodDef } from '../../packages/ztunnel/test/lib/cluster.ts';
 
 const execFileAsync = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -22,7 +22,6 @@ const LOAD = join(ROOT, 'bench/tools/ztunnel/load.ts');
 const FORTIO = process.env.FORTIO ?? '/root/go/bin/fortio';
 const { values } = parseArgs({ options: { mb: { type: 'string', default: '200' }, runs: { type: 'string', default: '3' }, seconds: { type: 'string', default: '5' }, 'rps-seconds': { type: 'string', default: '20' } } });
 const MB = Number(values.mb), RUNS = Number(values.runs), SECONDS = Number(values.seconds), RPS_SECONDS = Number(values['rps-seconds']);
-const ip4 = (s: string): string => Buffer.from(s.split('.').map(Number)).toString('base64');
 type Json = Record<string, unknown>;
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

@@ -9,21 +9,19 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import type net from 'node:net';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { promisify } from 'node:util';
-import { netnsAvailable, socketInNetns, TYPE_URL } from '../src/core.ts';
-import { ECHO_SERVER, SEND_CLIENT, type Topology } from './lib/topology.ts';
-import { ZtunnelCluster, type ClusterPod, type PodDef } from './lib/cluster.ts';
+import { netnsAvailable, TYPE_URL } from '../src/core.ts';
+import { ECHO_SERVER, type Topology } from './lib/topology.ts';
+import { ip4, ZtunnelCluster, type ClusterPod, type PodDef } from './lib/cluster.ts';
 import { PYTHON_HBONE_CLIENT } from './lib/python-hbone.ts';
 import { waitFor } from './lib/wait.ts';
 import { makeCsr, newKeyPair, privateKeyPem } from '@skua/proxy/identity';
 
 const execFileAsync = promisify(execFile);
 const skip = process.getuid?.() !== 0 || !netnsAvailable ? 'needs root and the netns addon' : false;
-const ip4 = (s: string): string => Buffer.from(s.split('.').map(Number)).toString('base64');
 const SLEEP = 'spiffe://cluster.local/ns/default/sa/sleep';
 const HTTPBIN = 'spiffe://cluster.local/ns/default/sa/httpbin';
 type Json = Record<string, unknown>;
@@ -66,8 +64,7 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
     await cluster?.destroy();
   });
 
-  const send = async (netns: string, host: string, port: number, bytes: number): Promise<string> =>
-    (await execFileAsync('ip', ['netns', 'exec', netns, 'python3', '-c', SEND_CLIENT, host, String(port), String(bytes)])).stdout.trim();
+  const send = (host: string, port: number, bytes: number): Promise<string> => cluster.send(client, host, port, bytes);
 
   test('client → VIP → HBONE → server: bytes intact, original source, only TLS to 15008 on the wire', async () => {
     const pcap = join(dir, 'wire.pcap');
@@ -77,7 +74,7 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
     const out = (await execFileAsync('ip', ['netns', 'exec', client.netns, 'python3', '-c',
       `import socket;c=socket.create_connection(("10.96.0.10",80),5);c.sendall(b"${marker}");c.shutdown(socket.SHUT_WR);d=b""\nwhile True:\n  x=c.recv(65536)\n  if not x: break\n  d+=x\nprint(d.decode())`])).stdout;
     assert.equal(out.trim(), `peer=${client.ip}\n${marker}`);
-    assert.equal(await send(client.netns, '10.96.0.10', 80, 4 << 20), `peer=${client.ip} 4194304 True`);
+    assert.equal(await send('10.96.0.10', 80, 4 << 20), `peer=${client.ip} 4194304 True`);
     await new Promise((r) => setTimeout(r, 300));
     await topo.stop(dump, 'SIGINT');
     const ports = (await execFileAsync('tcpdump', ['-nn', '-r', pcap])).stdout.split('\n').filter(Boolean)
@@ -107,21 +104,14 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
   });
 
   test('a policy change denies the open tunnel within a second; new ones get 401', async () => {
-    const fd = openSync(client.path, 'r');
-    let conn: net.Socket;
-    try { conn = socketInNetns(fd, 4); } finally { closeSync(fd); }
-    conn.connect(80, '10.96.0.10');
-    const data: Buffer[] = [];
-    conn.on('data', (c: Buffer) => data.push(c));
-    conn.on('error', () => {});
-    await waitFor(() => Buffer.concat(data).toString().startsWith('peer='), 'the greeting');
+    const { conn } = await cluster.openFrom(client, '10.96.0.10', 80);
     const pushed = performance.now();
     publish([...cluster.wds.filter((r) => r.name !== 'allow-one'), allow('spiffe://cluster.local/ns/default/sa/other')]);
     try {
       await once(conn, 'end');
       conn.destroy();
       assert.ok(performance.now() - pushed < 1300, `closed after ${Math.round(performance.now() - pushed)} ms`);
-      assert.equal(await send(client.netns, '10.96.0.10', 80, 10), '0 False');
+      assert.equal(await send('10.96.0.10', 80, 10), '0 False');
       await waitFor(() => logs[0].some((l) => /direction="outbound".*error="CONNECT .* answered 401"/.test(l))
         && logs[1].some((l) => /direction="inbound".*error="connection closed due to policy rejection: allow policies exist, but none allowed"/.test(l)), 'the 401 in the logs');
       assert.ok(logs[1].some((l) => /direction="inbound".*error="connection closed due to policy change"/.test(l)));
@@ -132,9 +122,9 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
 
   test('control plane down: cached state and certificates keep serving; back: resync', async () => {
     // The previous test's policy is restored first (pushed before the control plane goes).
-    for (let k = 0; k < 50 && !(await send(client.netns, '10.96.0.10', 80, 1000)).endsWith('1000 True'); k++) await new Promise((r) => setTimeout(r, 100));
+    for (let k = 0; k < 50 && !(await send('10.96.0.10', 80, 1000)).endsWith('1000 True'); k++) await new Promise((r) => setTimeout(r, 100));
     await topo.stop(cluster.controlplane!, 'SIGTERM');
-    assert.equal(await send(client.netns, '10.96.0.10', 80, 100_000), `peer=${client.ip} 100000 True`);
+    assert.equal(await send('10.96.0.10', 80, 100_000), `peer=${client.ip} 100000 True`);
     publish([...cluster.wds, { '@type': TYPE_URL.address, service: { name: 'echo2', namespace: 'default', hostname: 'echo2.default.svc.cluster.local', addresses: [{ address: ip4('10.96.0.11') }], ports: [{ service_port: 81, target_port: 8080 }] } }]);
     publish(cluster.wds.map((r) => ((r.workload as Json | undefined)?.name === 'server'
       ? { ...r, workload: { ...(r.workload as Json), services: { ...((r.workload as Json).services as Json), 'default/echo2.default.svc.cluster.local': { ports: [{ service_port: 81, target_port: 8080 }] } } } }
@@ -142,7 +132,7 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
     cluster.startControlPlane();
     let out = '';
     for (let k = 0; k < 100 && !out.endsWith('10 True'); k++) {
-      out = await send(client.netns, '10.96.0.11', 81, 10).catch(() => '');
+      out = await send('10.96.0.11', 81, 10).catch(() => '');
       if (!out.endsWith('10 True')) await new Promise((r) => setTimeout(r, 200));
     }
     assert.equal(out, `peer=${client.ip} 10 True`);

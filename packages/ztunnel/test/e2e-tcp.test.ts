@@ -8,28 +8,19 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import type net from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
-import { netnsAvailable, socketInNetns, TYPE_URL } from '../src/core.ts';
-import { CniStandIn } from '../src/cni/standin.ts';
-import { ECHO_SERVER, SEND_CLIENT, Topology } from './lib/topology.ts';
+import { netnsAvailable, TYPE_URL } from '../src/core.ts';
+import { ECHO_SERVER } from './lib/topology.ts';
+import { ip4, ZtunnelCluster, type ClusterPod, type PodDef } from './lib/cluster.ts';
 import { waitFor } from './lib/wait.ts';
 
 const execFileAsync = promisify(execFile);
 const skip = process.getuid?.() !== 0 || !netnsAvailable ? 'needs root and the netns addon' : false;
-const ROOT = new URL('../../../', import.meta.url).pathname;
-const ip4 = (s: string): string => Buffer.from(s.split('.').map(Number)).toString('base64');
 type Json = Record<string, unknown>;
 
 describe('skua-ztunnel end to end (one node, TCP workloads)', { skip, timeout: 120_000 }, () => {
-  let topo: Topology, dir: string, cni: CniStandIn, client: { netns: string; ip: string; path: string }, server: { netns: string; ip: string; path: string };
-  const logs: string[] = [];
-  let ztunnel: ReturnType<Topology['spawnIn']>;
+  let cluster: ZtunnelCluster, client: ClusterPod, server: ClusterPod, logs: string[];
 
   const workload = (name: string, ip: string, extra: Json = {}): Json => ({
     '@type': TYPE_URL.address,
@@ -38,59 +29,39 @@ describe('skua-ztunnel end to end (one node, TCP workloads)', { skip, timeout: 1
   });
   const STRICT = { '@type': TYPE_URL.authorization, name: 'istio_converted_static_strict', namespace: 'istio-system', scope: 'GLOBAL', action: 'DENY',
     rules: [{ clauses: [{ matches: [{ not_principals: [{ presence: {} }] }] }] }] };
-  let wds: Json[] = [];
-  const publish = (resources: Json[]): void => {
-    wds = resources;
-    writeFileSync(join(dir, 'cp', '.wds.tmp'), JSON.stringify({ resources }));
-    renameSync(join(dir, 'cp', '.wds.tmp'), join(dir, 'cp', 'wds.json'));
-  };
-  const inNode = async (...args: string[]): Promise<string> => (await execFileAsync('ip', ['netns', 'exec', topo.nodes[0].netns, ...args])).stdout;
+  const publish = (resources: Json[]): void => cluster.publish(resources);
+  const inNode = (...args: string[]): Promise<string> => cluster.inNode(0, ...args);
+  const send = (host: string, port: number, bytes: number): Promise<string> => cluster.send(client, host, port, bytes);
 
   before(async () => {
-    topo = new Topology(1, 3);
-    client = topo.addPod(1, 'cl', 2);
-    server = topo.addPod(1, 'sv', 3);
-    dir = mkdtempSync(join(tmpdir(), 'skua-zt-e2e-'));
-    mkdirSync(join(dir, 'cp'));
+    cluster = new ZtunnelCluster(1, 3, false);
+    const pods: PodDef[] = [
+      { node: 1, short: 'cl', host: 2, info: { name: 'client', namespace: 'default', serviceAccount: 'client' } },
+      { node: 1, short: 'sv', host: 3, info: { name: 'server', namespace: 'default', serviceAccount: 'server' } },
+    ];
+    cluster.addPods(pods);
+    client = cluster.pod('cl');
+    server = cluster.pod('sv');
     publish([
       workload('client', client.ip),
       workload('server', server.ip, { services: { 'default/echo.default.svc.cluster.local': { ports: [{ service_port: 80, target_port: 8080 }] } } }),
       { '@type': TYPE_URL.address, service: { name: 'echo', namespace: 'default', hostname: 'echo.default.svc.cluster.local', addresses: [{ address: ip4('10.96.0.10') }], ports: [{ service_port: 80, target_port: 8080 }] } },
     ]);
-    topo.spawnIn(topo.core, process.execPath, [join(ROOT, 'packages/controlplane/bin/skua-controlplane.js'), '--config-dir', join(dir, 'cp'), '--xds-address', `${topo.coreIp}:15010`]);
-    topo.spawnIn(topo.core, 'python3', ['-c', ECHO_SERVER, '9999']);
-    topo.spawnIn(server.netns, 'python3', ['-c', ECHO_SERVER, '8080']);
-    cni = new CniStandIn(join(dir, 'ztunnel.sock'));
-    cni.start();
-    await cni.addPod({ uid: 'uid-client', info: { name: 'client', namespace: 'default', serviceAccount: 'client' }, netnsPath: client.path });
-    await cni.addPod({ uid: 'uid-server', info: { name: 'server', namespace: 'default', serviceAccount: 'server' }, netnsPath: server.path });
-    ztunnel = topo.spawnIn(topo.nodes[0].netns, process.execPath, [join(ROOT, 'packages/ztunnel/bin/skua-ztunnel.js')], {
-      XDS_ADDRESS: `http://${topo.coreIp}:15010`, CA_ADDRESS: '', INPOD_UDS: cni.path, NODE_NAME: 'node1', POD_NAME: 'ztunnel-1',
-      POD_NAMESPACE: 'istio-system', INSTANCE_IP: topo.nodes[0].underlayIp, CONNECTION_TERMINATION_DEADLINE: '2s', CLUSTER_ID: 'Kubernetes',
-    });
-    createInterface({ input: ztunnel.stdout! }).on('line', (l) => logs.push(l));
-    ztunnel.stderr!.on('data', (d: Buffer) => { if (process.env.ZT_DEBUG) process.stderr.write(d); });
-    await waitFor(() => cni.snapshots >= 1, 'ztunnel connected to the CNI', 20_000);
-    for (let i = 0; i < 100; i++) {
-      try { if ((await inNode('curl', '-s', 'http://127.0.0.1:15021/healthz/ready')) === 'ready\n') break; } catch { /* not up yet */ }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    cluster.topo.spawnIn(cluster.topo.core, 'python3', ['-c', ECHO_SERVER, '9999']);
+    cluster.topo.spawnIn(server.netns, 'python3', ['-c', ECHO_SERVER, '8080']);
+    await cluster.start(pods, { CLUSTER_ID: 'Kubernetes' });
+    logs = cluster.logs[0];
   });
   after(async () => {
-    cni?.close();
-    await topo?.destroy();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await cluster?.destroy();
   });
-
-  const send = async (netns: string, host: string, port: number, bytes: number): Promise<string> =>
-    (await execFileAsync('ip', ['netns', 'exec', netns, 'python3', '-c', SEND_CLIENT, host, String(port), String(bytes)])).stdout.trim();
 
   test('ready once WDS and the ZDS snapshot arrived', async () => {
     assert.equal(await inNode('curl', '-s', 'http://127.0.0.1:15021/healthz/ready'), 'ready\n');
   });
 
   test('client → service VIP → server app, from the client address, 1 MiB each way intact', async () => {
-    assert.equal(await send(client.netns, '10.96.0.10', 80, 1 << 20), `peer=${client.ip} 1048576 True`);
+    assert.equal(await send('10.96.0.10', 80, 1 << 20), `peer=${client.ip} 1048576 True`);
     await waitFor(() => logs.filter((l) => l.includes('connection complete')).length >= 2, 'both access log lines');
     const out = logs.find((l) => l.includes('direction="outbound"'))!;
     const inb = logs.find((l) => l.includes('direction="inbound"'))!;
@@ -99,7 +70,7 @@ describe('skua-ztunnel end to end (one node, TCP workloads)', { skip, timeout: 1
   });
 
   test('a destination unknown to the mesh passes through as plain TCP', async () => {
-    assert.equal(await send(client.netns, topo.coreIp, 9999, 65536), `peer=${client.ip} 65536 True`);
+    assert.equal(await send(cluster.topo.coreIp, 9999, 65536), `peer=${client.ip} 65536 True`);
   });
 
   test('DNS in the pod answers the service from WDS', async () => {
@@ -117,40 +88,23 @@ describe('skua-ztunnel end to end (one node, TCP workloads)', { skip, timeout: 1
     assert.ok(`/${client.ip}` in dump.workloads);
   });
 
-  /** An app connection from the client pod to the VIP, through the client pod's capture. */
-  async function openFromClient(): Promise<{ conn: net.Socket; data: Buffer[] }> {
-    const fd = openSync(client.path, 'r');
-    let conn: net.Socket;
-    try {
-      conn = socketInNetns(fd, 4);
-    } finally {
-      closeSync(fd);
-    }
-    conn.connect(80, '10.96.0.10');
-    const data: Buffer[] = [];
-    conn.on('data', (c: Buffer) => data.push(c));
-    conn.on('error', () => {});
-    await waitFor(() => Buffer.concat(data).toString().startsWith('peer='), 'the greeting');
-    return { conn, data };
-  }
-
   test("a deleted workload's connections close", async () => {
-    const { conn } = await openFromClient();
-    const before = wds;
-    publish(wds.filter((r) => (r.workload as Json | undefined)?.name !== 'server'));
+    const { conn } = await cluster.openFrom(client, '10.96.0.10', 80);
+    const before = cluster.wds;
+    publish(cluster.wds.filter((r) => (r.workload as Json | undefined)?.name !== 'server'));
     await once(conn, 'end');
     conn.destroy();
     await waitFor(() => logs.some((l) => l.includes('connection closed due to workload removal')), 'the access log of the closed connection');
     publish(before);
-    for (let i = 0; i < 50 && !(await send(client.netns, '10.96.0.10', 80, 4)).startsWith('peer='); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 50 && !(await send('10.96.0.10', 80, 4)).startsWith('peer='); i++) await new Promise((r) => setTimeout(r, 100));
   });
 
   test('STRICT pushed live: the open plaintext connection closes within a second, new ones are refused', async () => {
-    const { conn, data } = await openFromClient();
+    const { conn, data } = await cluster.openFrom(client, '10.96.0.10', 80);
     conn.write('ping\n');
     await waitFor(() => Buffer.concat(data).toString().endsWith('ping\n'), 'the echo');
     const pushed = performance.now();
-    publish([...wds, STRICT]);
+    publish([...cluster.wds, STRICT]);
     // The server side drops the connection; the client's ztunnel passes the end on (a FIN).
     await once(conn, 'end');
     conn.destroy();
@@ -158,13 +112,13 @@ describe('skua-ztunnel end to end (one node, TCP workloads)', { skip, timeout: 1
     assert.ok(ms < 1000 + 300, `closed ${Math.round(ms)} ms after the push (file watch + WDS included)`);
     await waitFor(() => logs.some((l) => l.includes('connection closed due to policy change')), 'the access log of the closed connection');
     // The client's ztunnel accepts, the server's refuses: the app sees the connection end with nothing.
-    assert.equal(await send(client.netns, '10.96.0.10', 80, 10), '0 False');
+    assert.equal(await send('10.96.0.10', 80, 10), '0 False');
     await waitFor(() => logs.some((l) => /direction="inbound".*error="connection closed due to policy rejection: explicitly denied by: istio-system\/istio_converted_static_strict"/.test(l)), 'the refusal in the log');
   });
 
   test('SIGTERM drains and exits 0', async () => {
     const t0 = performance.now();
-    assert.equal(await topo.stop(ztunnel, 'SIGTERM'), 0);
+    assert.equal(await cluster.topo.stop(cluster.ztunnels[0], 'SIGTERM'), 0);
     assert.ok(performance.now() - t0 < 5000);
   });
 });

@@ -6,7 +6,8 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import type net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -14,13 +15,17 @@ import { promisify } from 'node:util';
 import { CertificateAuthority } from '../../../controlplane/src/ca/authority.ts';
 import { TokenAuthority } from '../../../controlplane/src/ca/token.ts';
 import { CniStandIn } from '../../src/cni/standin.ts';
+import { socketInNetns } from '../../src/core.ts';
 import type { WorkloadInfo } from '../../src/inpod/zds-messages.ts';
-import { Topology } from './topology.ts';
+import { SEND_CLIENT, Topology } from './topology.ts';
 import { waitFor } from './wait.ts';
 
 const execFileAsync = promisify(execFile);
 const ROOT = new URL('../../../../', import.meta.url).pathname;
 type Json = Record<string, unknown>;
+
+/** An IPv4 address as WDS carries it in JSON (bytes, base64). */
+export const ip4 = (s: string): string => Buffer.from(s.split('.').map(Number)).toString('base64');
 
 export interface PodDef {
   /** 1-based node. */
@@ -122,6 +127,28 @@ export class ZtunnelCluster {
   /** Runs a command in node `i`'s namespace (0-based); resolves to its stdout. */
   async inNode(i: number, ...args: string[]): Promise<string> {
     return (await execFileAsync('ip', ['netns', 'exec', this.topo.nodes[i].netns, ...args])).stdout;
+  }
+
+  /** SEND_CLIENT from a pod: `peer=<ip> <bytes echoed> <intact>` as the app saw it. */
+  async send(pod: ClusterPod, host: string, port: number, bytes: number): Promise<string> {
+    return (await execFileAsync('ip', ['netns', 'exec', pod.netns, 'python3', '-c', SEND_CLIENT, host, String(port), String(bytes)])).stdout.trim();
+  }
+
+  /** An app connection held open from inside a pod (through its capture); resolves once the echo server greeted. */
+  async openFrom(pod: ClusterPod, host: string, port: number): Promise<{ conn: net.Socket; data: Buffer[] }> {
+    const fd = openSync(pod.path, 'r');
+    let conn: net.Socket;
+    try {
+      conn = socketInNetns(fd, 4);
+    } finally {
+      closeSync(fd);
+    }
+    conn.connect(port, host);
+    const data: Buffer[] = [];
+    conn.on('data', (c: Buffer) => data.push(c));
+    conn.on('error', () => {});
+    await waitFor(() => Buffer.concat(data).toString().startsWith('peer='), 'the greeting');
+    return { conn, data };
   }
 
   async destroy(): Promise<void> {
