@@ -4,7 +4,9 @@
 // ztunnel → server app: bytes intact both ways, the app sees the client's own address, the wire
 // between the nodes carries only TLS to 15008 (tcpdump), the logs carry both identities, the dump
 // lists the certificates; an ALLOW policy changed live closes the open tunnel within a second and
-// refuses new ones (401); a python3-h2 HBONE client (an independent peer) gets through; with the
+// refuses new ones (401); independent python3-h2 HBONE peers: a client gets 200/400/401/503 from the
+// server ztunnel, a server sees what the client ztunnel sends (TLS 1.3, h2, no SNI, SPIFFE id,
+// CONNECT ip:port, baggage/forwarded/traceparent) and one with the wrong identity is refused; with the
 // control plane down, cached state and certificates keep serving, and it resyncs when back.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,9 +16,9 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import { promisify } from 'node:util';
 import { netnsAvailable, TYPE_URL } from '../src/core.ts';
-import { ECHO_SERVER, type Topology } from './lib/topology.ts';
+import { ECHO_SERVER, SEND_CLIENT, type Topology } from './lib/topology.ts';
 import { ip4, ZtunnelCluster, type ClusterPod, type PodDef } from './lib/cluster.ts';
-import { PYTHON_HBONE_CLIENT } from './lib/python-hbone.ts';
+import { PYTHON_HBONE_CLIENT, PYTHON_HBONE_SERVER } from './lib/python-hbone.ts';
 import { waitFor } from './lib/wait.ts';
 import { makeCsr, newKeyPair, privateKeyPem } from '@skua/proxy/identity';
 
@@ -27,7 +29,9 @@ const HTTPBIN = 'spiffe://cluster.local/ns/default/sa/httpbin';
 type Json = Record<string, unknown>;
 
 describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 }, () => {
-  let cluster: ZtunnelCluster, topo: Topology, dir: string, client: ClusterPod, server: ClusterPod;
+  let cluster: ZtunnelCluster, topo: Topology, dir: string, client: ClusterPod, server: ClusterPod, pyServer: ClusterPod;
+  /** A second address of the python server's pod, published as a workload with another identity. */
+  const IMPOSTOR_IP = (): string => pyServer.ip.replace(/\.\d+$/, '.4');
   let logs: string[][];
   const workload = (name: string, ip: string, node: string, extra: Json = {}): Json => ({
     '@type': TYPE_URL.address,
@@ -48,17 +52,24 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
       { node: 1, short: 'hc', host: 2, info: { name: 'client', namespace: 'default', serviceAccount: 'sleep' } },
       { node: 2, short: 'hs', host: 2, info: { name: 'server', namespace: 'default', serviceAccount: 'httpbin' } },
     ];
-    cluster.addPods(pods);
+    cluster.addPods([...pods, { node: 2, short: 'hp', host: 3 }]);
     client = cluster.pod('hc');
     server = cluster.pod('hs');
+    pyServer = cluster.pod('hp');
+    await execFileAsync('ip', ['-n', pyServer.netns, 'addr', 'add', `${IMPOSTOR_IP()}/24`, 'dev', 'eth0']);
     publish([
       workload('client', client.ip, 'node1'),
       workload('server', server.ip, 'node2', { services: { 'default/echo.default.svc.cluster.local': { ports: [{ service_port: 80, target_port: 8080 }] } } }),
       { '@type': TYPE_URL.address, service: { name: 'echo', namespace: 'default', hostname: 'echo.default.svc.cluster.local', addresses: [{ address: ip4('10.96.0.10') }], ports: [{ service_port: 80, target_port: 8080 }] } },
+      workload('pyhbone', pyServer.ip, 'node2', { service_account: 'pyhbone' }),
+      workload('impostor', IMPOSTOR_IP(), 'node2', { service_account: 'impostor' }),
       allow(SLEEP),
     ]);
     topo.spawnIn(server.netns, 'python3', ['-c', ECHO_SERVER, '8080']);
     await cluster.start(pods);
+    // The python HBONE server (no ztunnel in front) holds the certificate of the pyhbone workload.
+    const py = await issueFiles('spiffe://cluster.local/ns/default/sa/pyhbone', 'pyhbone');
+    topo.spawnIn(pyServer.netns, '/usr/bin/python3', ['-c', PYTHON_HBONE_SERVER, py.cert, py.key, join(dir, 'root-cert.pem')]);
   });
   after(async () => {
     await cluster?.destroy();
@@ -93,14 +104,53 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
     assert.deepEqual(dump.certificates.map((c) => [c.identity, c.state, c.certChain.length]), [[SLEEP, 'Available', 2]]);
   });
 
-  test('an independent HBONE client (python3-h2) gets through the server ztunnel', async () => {
+  /** A certificate for `identity` from the cluster's CA, as PEM files for the python peers. */
+  async function issueFiles(identity: string, name: string): Promise<{ cert: string; key: string }> {
     const keys = await newKeyPair();
-    const chain = await cluster.ca!.issue(await makeCsr(keys, SLEEP), SLEEP, 3600);
-    writeFileSync(join(dir, 'py-cert.pem'), chain.slice(0, -1).join(''));
-    writeFileSync(join(dir, 'py-key.pem'), await privateKeyPem(keys.privateKey));
-    const { stdout } = await execFileAsync('ip', ['netns', 'exec', topo.core, '/usr/bin/python3', '-c', PYTHON_HBONE_CLIENT, server.ip, '15008', `${server.ip}:8080`,
-      join(dir, 'py-cert.pem'), join(dir, 'py-key.pem'), join(dir, 'root-cert.pem'), String(1 << 20)]);
-    assert.equal(stdout.trim(), `200 peer=${topo.coreIp} 1048576 True`);
+    const chain = await cluster.ca!.issue(await makeCsr(keys, identity), identity, 3600);
+    const files = { cert: join(dir, `${name}-cert.pem`), key: join(dir, `${name}-key.pem`) };
+    writeFileSync(files.cert, chain.slice(0, -1).join(''));
+    writeFileSync(files.key, await privateKeyPem(keys.privateKey));
+    return files;
+  }
+  const pythonConnect = async (files: { cert: string; key: string }, authority: string, bytes: number): Promise<string> =>
+    (await execFileAsync('ip', ['netns', 'exec', topo.core, '/usr/bin/python3', '-c', PYTHON_HBONE_CLIENT, server.ip, '15008', authority,
+      files.cert, files.key, join(dir, 'root-cert.pem'), String(bytes)])).stdout.trim();
+
+  test('an independent HBONE client (python3-h2) gets through the server ztunnel', async () => {
+    const files = await issueFiles(SLEEP, 'py');
+    assert.equal(await pythonConnect(files, `${server.ip}:8080`, 1 << 20), `200 peer=${topo.coreIp} 1048576 True`);
+  });
+
+  test("the server ztunnel answers CONNECT like ztunnel: 400 bad authority, 401 denied, 503 nothing listening", async () => {
+    const allowed = await issueFiles(SLEEP, 'py');
+    const other = await issueFiles('spiffe://cluster.local/ns/default/sa/other', 'py-other');
+    assert.match(await pythonConnect(allowed, 'not-an-address', 10), /^400 /);
+    assert.match(await pythonConnect(other, `${server.ip}:8080`, 10), /^401 /);
+    assert.match(await pythonConnect(allowed, `${server.ip}:8079`, 10), /^503 /);
+    assert.match(await pythonConnect(allowed, `${server.ip}:8080`, 10), /^200 peer=/);
+  });
+
+  test('the client ztunnel as seen by an independent HBONE server: TLS 1.3, h2, no SNI, its SPIFFE id, CONNECT ip:port, baggage/forwarded/traceparent', async () => {
+    const { stdout } = await execFileAsync('ip', ['netns', 'exec', client.netns, 'python3', '-c', SEND_CLIENT, pyServer.ip, '8080', '65536']);
+    const words = stdout.trim().split(' ');
+    const [count, intact] = words.splice(-2);
+    const head = words.join(' ');
+    assert.deepEqual([count, intact], ['65536', 'True'], stdout);
+    const seen = JSON.parse(head.slice('seen='.length)) as { tls: string; alpn: string; sni: string | null; sans: string[]; headers: Record<string, string> };
+    assert.deepEqual([seen.tls, seen.alpn, seen.sni, seen.sans], ['TLSv1.3', 'h2', null, [SLEEP]]);
+    const { baggage, forwarded, traceparent, ...rest } = seen.headers;
+    assert.deepEqual(rest, { ':method': 'CONNECT', ':authority': `${pyServer.ip}:8080` });
+    assert.match(forwarded, new RegExp(`^for="${client.ip.replace(/\./g, '\\.')}:\\d+"$`));
+    assert.match(traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+    assert.equal(baggage, 'k8s.cluster.name=Kubernetes,k8s.namespace.name=default,k8s.deployment.name=client,service.name=client,service.version=v1');
+  });
+
+  test('an HBONE peer presenting another identity than the destination\'s is refused by the client ztunnel', async () => {
+    const { stdout } = await execFileAsync('ip', ['netns', 'exec', client.netns, 'python3', '-c', SEND_CLIENT, IMPOSTOR_IP(), '8080', '10']);
+    assert.equal(stdout.trim(), '0 False', 'the app gets nothing through');
+    await waitFor(() => logs[0].some((l) => l.includes(`dst.addr=${IMPOSTOR_IP()}:15008`) && /error=".*is not spiffe:\/\/cluster\.local\/ns\/default\/sa\/impostor"/.test(l)),
+      'the identity error in the access log');
   });
 
   test('a policy change denies the open tunnel within a second; new ones get 401', async () => {
