@@ -6,7 +6,8 @@
 // lists the certificates; an ALLOW policy changed live closes the open tunnel within a second and
 // refuses new ones (401); independent python3-h2 HBONE peers: a client gets 200/400/401/503 from the
 // server ztunnel, a server sees what the client ztunnel sends (TLS 1.3, h2, no SNI, SPIFFE id,
-// CONNECT ip:port, baggage/forwarded/traceparent) and one with the wrong identity is refused; with the
+// CONNECT ip:port, baggage/forwarded/traceparent) and one with the wrong identity is refused; a
+// workload with a PROXY application tunnel gets the v2 header with the peer identity TLV; with the
 // control plane down, cached state and certificates keep serving, and it resyncs when back.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,7 +17,7 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import { promisify } from 'node:util';
 import { netnsAvailable, TYPE_URL } from '../src/core.ts';
-import { ECHO_SERVER, SEND_CLIENT, type Topology } from './lib/topology.ts';
+import { ECHO_SERVER, PROXY_V2_ECHO_SERVER, SEND_CLIENT, type Topology } from './lib/topology.ts';
 import { ip4, ZtunnelCluster, type ClusterPod, type PodDef } from './lib/cluster.ts';
 import { PYTHON_HBONE_CLIENT, PYTHON_HBONE_SERVER } from './lib/python-hbone.ts';
 import { waitFor } from './lib/wait.ts';
@@ -29,7 +30,7 @@ const HTTPBIN = 'spiffe://cluster.local/ns/default/sa/httpbin';
 type Json = Record<string, unknown>;
 
 describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 }, () => {
-  let cluster: ZtunnelCluster, topo: Topology, dir: string, client: ClusterPod, server: ClusterPod, pyServer: ClusterPod;
+  let cluster: ZtunnelCluster, topo: Topology, dir: string, client: ClusterPod, server: ClusterPod, pyServer: ClusterPod, proxied: ClusterPod;
   /** A second address of the python server's pod, published as a workload with another identity. */
   const IMPOSTOR_IP = (): string => pyServer.ip.replace(/\.\d+$/, '.4');
   let logs: string[][];
@@ -51,11 +52,13 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
     const pods: PodDef[] = [
       { node: 1, short: 'hc', host: 2, info: { name: 'client', namespace: 'default', serviceAccount: 'sleep' } },
       { node: 2, short: 'hs', host: 2, info: { name: 'server', namespace: 'default', serviceAccount: 'httpbin' } },
+      { node: 2, short: 'hx', host: 5, info: { name: 'proxied', namespace: 'default', serviceAccount: 'proxied' } },
     ];
     cluster.addPods([...pods, { node: 2, short: 'hp', host: 3 }]);
     client = cluster.pod('hc');
     server = cluster.pod('hs');
     pyServer = cluster.pod('hp');
+    proxied = cluster.pod('hx');
     await execFileAsync('ip', ['-n', pyServer.netns, 'addr', 'add', `${IMPOSTOR_IP()}/24`, 'dev', 'eth0']);
     publish([
       workload('client', client.ip, 'node1'),
@@ -63,9 +66,11 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
       { '@type': TYPE_URL.address, service: { name: 'echo', namespace: 'default', hostname: 'echo.default.svc.cluster.local', addresses: [{ address: ip4('10.96.0.10') }], ports: [{ service_port: 80, target_port: 8080 }] } },
       workload('pyhbone', pyServer.ip, 'node2', { service_account: 'pyhbone' }),
       workload('impostor', IMPOSTOR_IP(), 'node2', { service_account: 'impostor' }),
+      workload('proxied', proxied.ip, 'node2', { service_account: 'proxied', application_tunnel: { protocol: 'PROXY', port: 8090 } }),
       allow(SLEEP),
     ]);
     topo.spawnIn(server.netns, 'python3', ['-c', ECHO_SERVER, '8080']);
+    topo.spawnIn(proxied.netns, 'python3', ['-c', PROXY_V2_ECHO_SERVER, '8090']);
     await cluster.start(pods);
     // The python HBONE server (no ztunnel in front) holds the certificate of the pyhbone workload.
     const py = await issueFiles('spiffe://cluster.local/ns/default/sa/pyhbone', 'pyhbone');
@@ -151,6 +156,11 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
     assert.equal(stdout.trim(), '0 False', 'the app gets nothing through');
     await waitFor(() => logs[0].some((l) => l.includes(`dst.addr=${IMPOSTOR_IP()}:15008`) && /error=".*is not spiffe:\/\/cluster\.local\/ns\/default\/sa\/impostor"/.test(l)),
       'the identity error in the access log');
+  });
+
+  test("a workload whose application tunnel asks for PROXY gets a v2 header with the client's address and SPIFFE id (TLV 0xD0)", async () => {
+    const out = await send(proxied.ip, 8080, 100_000);
+    assert.match(out, new RegExp(`^proxy=${client.ip.replace(/\./g, '\\.')}:\\d+ ${proxied.ip.replace(/\./g, '\\.')}:8080 tlvs=d0:${SLEEP} 100000 True$`));
   });
 
   test('a policy change denies the open tunnel within a second; new ones get 401', async () => {

@@ -128,3 +128,44 @@ except OSError:
 head, _, rest = got.partition(b"\\n")
 print(head.decode(), len(rest), rest == data, flush=True)
 `;
+
+/**
+ * A TCP server in a namespace (python) behind a PROXY protocol v2 header: reads the header, greets
+ * with `proxy=<src ip>:<port> <dst ip>:<port> tlvs=<type hex>:<value>,...`, then echoes.
+ */
+export const PROXY_V2_ECHO_SERVER = `
+import socket, struct, sys, threading
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(64)
+def read(c, n):
+    b = b""
+    while len(b) < n:
+        d = c.recv(n - len(b))
+        if not d: raise EOFError
+        b += d
+    return b
+def serve(c):
+    try:
+        head = read(c, 16)
+        assert head[:12] == b"\\r\\n\\r\\n\\x00\\r\\nQUIT\\n" and head[12] == 0x21 and head[13] == 0x11, head
+        body = read(c, struct.unpack("!H", head[14:16])[0])
+        src, dst = socket.inet_ntoa(body[0:4]), socket.inet_ntoa(body[4:8])
+        sport, dport = struct.unpack("!HH", body[8:12])
+        tlvs, i = [], 12
+        while i < len(body):
+            t, n = body[i], struct.unpack("!H", body[i + 1:i + 3])[0]
+            tlvs.append("%02x:%s" % (t, body[i + 3:i + 3 + n].decode())); i += 3 + n
+        c.sendall(("proxy=%s:%d %s:%d tlvs=%s\\n" % (src, sport, dst, dport, ",".join(tlvs))).encode())
+        while True:
+            d = c.recv(65536)
+            if not d: break
+            c.sendall(d)
+        c.shutdown(socket.SHUT_WR)
+    except (EOFError, OSError, AssertionError):
+        pass
+    c.close()
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+`;
