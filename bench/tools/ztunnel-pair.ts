@@ -10,6 +10,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { promisify } from 'node:util';
@@ -50,7 +51,7 @@ function nodePid(wrapperPid: number): number {
 
 async function main(): Promise<void> {
   const c = new ZtunnelCluster(2, 6, true);
-  const out: Json = { date: new Date().toISOString(), mb: MB, runs: RUNS };
+  const out: Json = { date: new Date().toISOString(), command: `node bench/tools/ztunnel-pair.ts ${process.argv.slice(2).join(' ')}`.trim(), mb: MB, runs: RUNS, loadavgAtStart: loadavg() };
   try {
     const pods: PodDef[] = [
       { node: 1, short: 'bc', host: 2, info: { name: 'client', namespace: 'default', serviceAccount: 'sleep' } },
@@ -121,6 +122,7 @@ http { access_log off; server { listen 8081; location / { root ${c.dir}; try_fil
 
     // CPU and RSS per 1,000 rps of 1 KB (fortio, fixed qps), the ztunnel pair vs direct.
     const rps: Json = {};
+    const idle = zt.map(usage);
     for (const [name, ns, host] of [['direct (plain pods)', plainC.netns, plainS.ip], ['ztunnel pair', client.netns, server.ip]] as const) {
       const before = zt.map(usage);
       const t0 = performance.now();
@@ -130,10 +132,12 @@ http { access_log off; server { listen 8081; location / { root ${c.dir}; try_fil
       const r = JSON.parse(json.slice(json.indexOf('{'))) as { ActualQPS: number; DurationHistogram: { Percentiles: Array<{ Percentile: number; Value: number }> }; RetCodes: Record<string, number> };
       const p = (q: number): number => (r.DurationHistogram.Percentiles.find((x) => x.Percentile === q)?.Value ?? NaN) * 1000;
       const vcpu = after.reduce((a, u, i) => a + u.ticks - before[i].ticks, 0) / 100 / secs;
-      rps[name] = { qps: r.ActualQPS, p50ms: p(50), p99ms: p(99), codes: r.RetCodes, ztunnelVcpuPer1000rps: vcpu / (r.ActualQPS / 1000), ztunnelRssMb: after.map((u) => u.rssKb / 1024) };
+      rps[name] = { qps: r.ActualQPS, p50ms: p(50), p99ms: p(99), codes: r.RetCodes, ztunnelVcpuPer1000rps: vcpu / (r.ActualQPS / 1000), ztunnelRssMb: after.map((u) => u.rssKb / 1024),
+        ztunnelRssGrowthMb: after.map((u, i) => (u.rssKb - idle[i].rssKb) / 1024) };
       process.stderr.write(`${name}: ${Math.round(r.ActualQPS)} qps p50 ${p(50).toFixed(2)} ms p99 ${p(99).toFixed(2)} ms, ztunnels ${(vcpu / (r.ActualQPS / 1000)).toFixed(3)} vCPU/1000 rps\n`);
     }
     out.rps1k = rps;
+    out.loadavgAtEnd = loadavg();
   } finally {
     await c.destroy();
   }

@@ -12,7 +12,7 @@ import { canonicalIp } from '../state/reader.ts';
 import { ConnectionResult, earlyDenyLine } from '../telemetry/connection-result.ts';
 import { baggage, hostPort } from './headers.ts';
 import type { ProxyInputs } from './inputs.ts';
-import { relay } from './relay.ts';
+import { relayAndRecord } from './relay.ts';
 
 export function handleInboundHbone(pi: ProxyInputs, inbound: HboneInbound, responseBaggage: boolean): void {
   const src: SocketAddress = { address: canonicalIp(inbound.remoteAddress) ?? inbound.remoteAddress, port: inbound.remotePort };
@@ -57,10 +57,7 @@ export function handleInboundHbone(pi: ProxyInputs, inbound: HboneInbound, respo
     if (closeReason) throw new Error(closeReason);
     stream = inbound.accept(responseBaggage ? { baggage: baggage(local) } : undefined);
     if (req.tunnel?.protocol === 'PROXY') upstream.write(proxyV2Header(src, req.tunnel.target, inbound.peerIdentity));
-    const r = await relay(stream, upstream);
-    result.bytesIn = r.up;
-    result.bytesOut = r.down;
-    result.record(closeReason ?? r.error, closeReason?.includes('policy') ? 'DENY' : undefined);
+    await relayAndRecord(result, stream, upstream, () => closeReason);
   };
   run().catch((e: Error) => {
     upstream.destroy();

@@ -13,7 +13,7 @@ import { ConnectionResult, earlyDenyLine } from '../telemetry/connection-result.
 import { hostPort } from './headers.ts';
 import type { ProxyInputs } from './inputs.ts';
 import { peerAddress } from './outbound.ts';
-import { relay } from './relay.ts';
+import { relayAndRecord } from './relay.ts';
 
 const NONE: readonly string[] = Object.freeze([]);
 
@@ -51,10 +51,7 @@ export function handleInboundPlaintext(pi: ProxyInputs, socket: net.Socket): voi
   });
   const run = async (): Promise<void> => {
     await new Promise<void>((resolve, reject) => { upstream.once('connect', resolve); upstream.once('error', reject); });
-    const r = await relay(socket, upstream);
-    result.bytesIn = r.up;
-    result.bytesOut = r.down;
-    result.record(closeReason ?? r.error, closeReason?.includes('policy') ? 'DENY' : undefined);
+    await relayAndRecord(result, socket, upstream, () => closeReason);
   };
   run().catch((e: Error) => {
     socket.destroy();

@@ -12,7 +12,7 @@ import { canonicalIp } from '../state/reader.ts';
 import { ConnectionResult, earlyDenyLine, type ResponseFlag } from '../telemetry/connection-result.ts';
 import { connectHeaders, hostPort } from './headers.ts';
 import type { ProxyInputs } from './inputs.ts';
-import { relay } from './relay.ts';
+import { relayAndRecord } from './relay.ts';
 
 export function peerAddress(s: net.Socket): SocketAddress {
   return { address: canonicalIp(s.remoteAddress ?? '') ?? '', port: s.remotePort ?? 0 };
@@ -66,11 +66,7 @@ export function handleOutbound(pi: ProxyInputs, socket: net.Socket): void {
       await new Promise<void>((resolve, reject) => { s.once('connect', resolve); s.once('error', reject); });
     }
     if (socket.destroyed) { upstream.destroy(); throw new Error(closeReason ?? 'client disconnected before the upstream was ready'); }
-    const r = await relay(socket, upstream);
-    result.bytesIn = r.up;
-    result.bytesOut = r.down;
-    const err = closeReason ?? r.error;
-    result.record(err);
+    await relayAndRecord(result, socket, upstream, () => closeReason);
   };
   run().catch((e: Error & { code?: string; status?: number }) => {
     socket.destroy();

@@ -4,6 +4,7 @@
  */
 import type { Duplex } from 'node:stream';
 import { relay as coreRelay } from '../core.ts';
+import type { ConnectionResult } from '../telemetry/connection-result.ts';
 
 export interface RelayResult {
   /** Bytes from the downstream (the side that connected to us) to the upstream. */
@@ -16,4 +17,16 @@ export function relay(downstream: Duplex, upstream: Duplex): Promise<RelayResult
   return new Promise((resolve) => {
     coreRelay(downstream, upstream, (up, down, err) => resolve({ up, down, error: err?.message }));
   });
+}
+
+/**
+ * Relays, then records the connection once: its byte counts and why it ended — the reason it was
+ * closed for (`closeReason()`, a policy change counting as DENY) or the relay's own error.
+ */
+export async function relayAndRecord(result: ConnectionResult, downstream: Duplex, upstream: Duplex, closeReason: () => string | undefined): Promise<void> {
+  const r = await relay(downstream, upstream);
+  result.bytesIn = r.up;
+  result.bytesOut = r.down;
+  const reason = closeReason();
+  result.record(reason ?? r.error, reason?.includes('policy') ? 'DENY' : undefined);
 }
