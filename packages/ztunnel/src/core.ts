@@ -18,5 +18,5 @@ export {
   CaError, CertificateManager, CREATE_CERTIFICATE_PATH, decodeResponse, encodeRequest,
   type CertificateIssuer, type CertificateRequest, type CertificateResponse, type WorkloadCertificate,
 } from '@skua/proxy/identity';
-export { HboneClientPool, HboneConnectError, HboneServer, hboneSecureContext, peerSpiffeId, relay, type HboneInbound, type HboneStream } from '@skua/proxy/hbone';
-export { spiffeSanMatches } from '@skua/proxy/matchers';
+export { HboneClientPool, HboneConnectError, HboneIdentityError, HboneServer, hboneSecureContext, peerSpiffeId, relay, type HboneInbound, type HboneStream } from '@skua/proxy/hbone';
+export { spiffeSanMatches, uriSans } from '@skua/proxy/matchers';

@@ -7,14 +7,10 @@
 import { connect as tlsConnect, type PeerCertificate } from 'node:tls';
 import type net from 'node:net';
 import {
-  HboneClientPool, HboneServer, hboneSecureContext, spiffeSanMatches, type CertificateManager, type HboneInbound, type WorkloadCertificate,
+  HboneClientPool, HboneIdentityError, HboneServer, hboneSecureContext, spiffeSanMatches, uriSans, type CertificateManager, type HboneInbound, type WorkloadCertificate,
 } from '../core.ts';
 import type { HboneConnector, HboneKey } from './inputs.ts';
 import type { SocketFactory } from './sockets.ts';
-
-export class PeerIdentityError extends Error {
-  readonly code = 'ERR_HBONE_PEER_IDENTITY';
-}
 
 export interface HbonePoolSettings {
   readonly maxStreamsPerConnection: number;
@@ -37,7 +33,7 @@ export function dialFrom(sockets: SocketFactory, cert: WorkloadCertificate, dest
     socket: tcp, secureContext: hboneSecureContext(cert), ALPNProtocols: ['h2'], servername: '', minVersion: 'TLSv1.3',
     checkServerIdentity: (_host: string, peer: PeerCertificate) => (expected === '' || spiffeSanMatches(peer, [expected])
       ? undefined
-      : new PeerIdentityError(`peer identity ${peer.subjectaltname ?? '(none)'} is not ${expected}`)),
+      : new HboneIdentityError(`peer identity ${uriSans(peer.subjectaltname).join(', ') || '(none)'} is not ${expected}`)),
   });
 }
 
