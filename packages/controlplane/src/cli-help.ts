@@ -27,6 +27,9 @@ Serves Envoy xDS (ADS, SotW and Delta) to sidecars and gateways, WDS to ztunnels
   --cacerts DIR           use Istio's plug-in CA files instead (ca-cert.pem, ca-key.pem, root-cert.pem,
                           cert-chain.pem)
   --trust-domain D        SPIFFE trust domain of issued certificates (default cluster.local)
+  --ca-trusted-node-accounts NS/SA,...
+                          accounts allowed to request other workloads' certificates, as istiod's
+                          CA_TRUSTED_NODE_ACCOUNTS (default istio-system/ztunnel)
   -l, --log-level LEVEL   trace, debug, info (default), warning, error, critical, off
   --log-format PATTERN    spdlog pattern (default '%Y-%m-%dT%T.%fZ\\t%l\\t%v'); %j = JSON-escaped message
   --log_as_json           JSON lines: {"level","time","scope","msg"}

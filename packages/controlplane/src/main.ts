@@ -63,6 +63,8 @@ async function serve(argv: string[]): Promise<number> {
         'config-dir': { type: 'string' }, mesh: { type: 'string' }, istio: { type: 'string' },
         'xds-address': { type: 'string', default: '127.0.0.1:15010' }, 'ca-address': { type: 'string' },
         'state-dir': { type: 'string' }, cacerts: { type: 'string' }, 'trust-domain': { type: 'string', default: 'cluster.local' },
+        // istiod's CA_TRUSTED_NODE_ACCOUNTS: who may ask for other workloads' certificates (ztunnel).
+        'ca-trusted-node-accounts': { type: 'string', default: 'istio-system/ztunnel' },
         'log-level': { type: 'string', short: 'l', default: 'info' }, 'log-format': { type: 'string' },
         log_as_json: { type: 'boolean' }, 'log-as-json': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
       },
@@ -85,6 +87,7 @@ async function serve(argv: string[]): Promise<number> {
     await startServing({
       dir, meshFile, istioDir, xdsAddress: values['xds-address']!, caAddress: values['ca-address'],
       stateDir: values['state-dir'], cacerts: values.cacerts, trustDomain: values['trust-domain']!,
+      trustedNodeAccounts: values['ca-trusted-node-accounts']!.split(',').filter(Boolean),
     });
   } catch (err) {
     process.stderr.write(`skua-controlplane: ${explainError(err)}\n`);

@@ -24,6 +24,8 @@ export interface ServeOptions {
   readonly stateDir?: string;
   readonly cacerts?: string;
   readonly trustDomain: string;
+  /** Service accounts (namespace/name) allowed to request certificates for other identities (ztunnel). */
+  readonly trustedNodeAccounts?: readonly string[];
 }
 
 export async function startServing(o: ServeOptions): Promise<void> {
@@ -83,7 +85,7 @@ export async function startServing(o: ServeOptions): Promise<void> {
       const ca = await CertificateAuthority.create({ trustDomain: o.trustDomain, stateDir: o.stateDir, cacertsDir: o.cacerts });
       // istiod's ISTIOD_CUSTOM_HOST: more names for the serving certificate (compose reaches it as `istiod`).
       const custom = (process.env.ISTIOD_CUSTOM_HOST ?? '').split(',').map((h) => h.trim()).filter(Boolean);
-      const caServer = await startCaServer({ ca, tokens: TokenAuthority.create(o.stateDir), listen: o.caAddress, dnsNames: ['localhost', 'istiod.istio-system.svc', ...custom] });
+      const caServer = await startCaServer({ ca, tokens: TokenAuthority.create(o.stateDir), listen: o.caAddress, trustedNodeAccounts: o.trustedNodeAccounts, dnsNames: ['localhost', 'istiod.istio-system.svc', ...custom] });
       closeCa = () => caServer.close();
       line(`skua-controlplane: CA for ${ca.trustDomain} on ${o.caAddress.replace(/:\d+$/, '')}:${caServer.port}${o.stateDir ? `, state in ${o.stateDir}` : ' (keys in memory: no --state-dir)'}`);
     } catch (err) {

@@ -10,6 +10,11 @@
       "sources": ["splice.c"],
       "cflags": ["-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter", "-pthread"],
       "ldflags": ["-pthread", "-Wl,-z,nodelete"]
+    },
+    {
+      "target_name": "netns",
+      "sources": ["netns.c"],
+      "cflags": ["-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter"]
     }
   ]
 }

@@ -18,6 +18,11 @@ export interface CaServerOptions {
   /** Names the serving certificate carries (istiod: istiod.istio-system.svc). */
   readonly dnsNames?: readonly string[];
   readonly ips?: readonly string[];
+  /**
+   * Service accounts (`namespace/name`) allowed to ask for another identity's certificate with
+   * request metadata ImpersonatedIdentity — ztunnel's, as istiod's CA_TRUSTED_NODE_ACCOUNTS.
+   */
+  readonly trustedNodeAccounts?: readonly string[];
 }
 
 export interface CaServer {
@@ -50,9 +55,20 @@ export async function startCaServer(o: CaServerOptions): Promise<CaServer> {
       return;
     }
     const ttl = call.request.validityDuration;
-    o.ca.issue(call.request.csr, caller, ttl).then((certChain) => {
+    const impersonated = call.request.metadata.ImpersonatedIdentity;
+    let subject = caller;
+    if (typeof impersonated === 'string' && impersonated !== '') {
+      const trusted = (o.trustedNodeAccounts ?? []).some(((a) => { const [ns, sa] = a.split('/'); return caller === spiffeUri({ trustDomain: o.ca.trustDomain, namespace: ns, serviceAccount: sa }); }));
+      if (!trusted) {
+        counts.denied++;
+        callback({ code: grpc.status.PERMISSION_DENIED, details: `${caller} may not impersonate ${impersonated}` });
+        return;
+      }
+      subject = impersonated;
+    }
+    o.ca.issue(call.request.csr, subject, ttl).then((certChain) => {
       counts.issued++;
-      issuedTo.set(caller, (issuedTo.get(caller) ?? 0) + 1);
+      issuedTo.set(subject, (issuedTo.get(subject) ?? 0) + 1);
       callback(null, { certChain });
     }, (err: Error) => {
       if (err instanceof IssueError && err.kind === 'denied') { counts.denied++; callback({ code: grpc.status.PERMISSION_DENIED, details: err.message }); return; }

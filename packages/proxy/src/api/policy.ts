@@ -6,3 +6,7 @@
 export { compileRbac, RBAC_ACTIONS, type RbacEngine, type Decision, type RbacAction } from '../policy/engine.ts';
 export type { AuthzFacts, RequestFacts, DynamicMetadata, HeaderValues } from '../policy/facts.ts';
 export { connectionFacts, requestFacts } from '../policy/conn-facts.ts';
+export {
+  compileIstioAuthorization, decideIstio, peerIdentity,
+  type IstioAuthorization, type IstioMatch, type IstioStringMatch, type IstioServiceAccountMatch, type CompiledIstioPolicy, type IstioDecision, type PeerIdentity,
+} from '../policy/istio-authz.ts';

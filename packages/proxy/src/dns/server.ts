@@ -20,6 +20,11 @@ export interface DnsProxyOptions {
   readonly maxInFlight?: number;
   readonly maxTcpConnections?: number;
   readonly tcpIdleMs?: number;
+  /**
+   * Makes the bound sockets instead of binding here (ztunnel binds inside each pod's network
+   * namespace); the proxy attaches its handlers. Both must be bound to `address:port`.
+   */
+  readonly bind?: (address: string, port: number) => Promise<{ tcp: Server; udp: UdpSocket }>;
 }
 
 export interface DnsCounters {
@@ -61,14 +66,19 @@ export class DnsProxy {
   async start(): Promise<void> {
     let port = this.opts.port;
     for (const address of this.opts.addresses ?? ['127.0.0.1']) {
-      const v6 = address.includes(':');
-      const tcp = createServer({ pauseOnConnect: false }, (s) => this.onTcp(s));
-      await new Promise<void>((resolve, reject) => { tcp.once('error', reject); tcp.listen(port, address, () => { tcp.off('error', reject); resolve(); }); });
-      port = (tcp.address() as { port: number }).port;
-      const udp = createSocket({ type: v6 ? 'udp6' : 'udp4' });
+      let tcp: Server, udp: UdpSocket;
+      if (this.opts.bind) {
+        ({ tcp, udp } = await this.opts.bind(address, port));
+        tcp.on('connection', (s: Socket) => this.onTcp(s));
+      } else {
+        tcp = createServer({ pauseOnConnect: false }, (s) => this.onTcp(s));
+        await new Promise<void>((resolve, reject) => { tcp.once('error', reject); tcp.listen(port, address, () => { tcp.off('error', reject); resolve(); }); });
+        port = (tcp.address() as { port: number }).port;
+        udp = createSocket({ type: address.includes(':') ? 'udp6' : 'udp4' });
+        await new Promise<void>((resolve, reject) => { udp.once('error', reject); udp.bind(port, address, () => { udp.off('error', reject); resolve(); }); });
+      }
       udp.on('message', (msg, rinfo) => { void this.onUdp(udp, msg, rinfo.address, rinfo.port); });
       udp.on('error', () => { /* a send to a vanished client: nothing to do */ });
-      await new Promise<void>((resolve, reject) => { udp.once('error', reject); udp.bind(port, address, () => { udp.off('error', reject); resolve(); }); });
       this.udp.push(udp);
       this.tcp.push(tcp);
     }

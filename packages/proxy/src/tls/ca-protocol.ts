@@ -75,16 +75,17 @@ export const CA_SERVICE = {
 
 // ---- google.protobuf.Struct <-> JSON (protobufjs keeps the wire shape) ----
 
-interface ValueJson { null_value?: number; number_value?: number; string_value?: string; bool_value?: boolean; struct_value?: StructJson; list_value?: { values?: ValueJson[] } }
+// protobufjs predefines google.protobuf.Struct/Value with camelCase field names, whatever keepCase says.
+interface ValueJson { nullValue?: number; numberValue?: number; stringValue?: string; boolValue?: boolean; structValue?: StructJson; listValue?: { values?: ValueJson[] } }
 interface StructJson { fields?: Record<string, ValueJson> }
 
 function valueFromJson(v: unknown): ValueJson {
-  if (v === null || v === undefined) return { null_value: 0 };
-  if (typeof v === 'number') return { number_value: v };
-  if (typeof v === 'string') return { string_value: v };
-  if (typeof v === 'boolean') return { bool_value: v };
-  if (Array.isArray(v)) return { list_value: { values: v.map(valueFromJson) } };
-  return { struct_value: structFromJson(v as Record<string, unknown>) };
+  if (v === null || v === undefined) return { nullValue: 0 };
+  if (typeof v === 'number') return { numberValue: v };
+  if (typeof v === 'string') return { stringValue: v };
+  if (typeof v === 'boolean') return { boolValue: v };
+  if (Array.isArray(v)) return { listValue: { values: v.map(valueFromJson) } };
+  return { structValue: structFromJson(v as Record<string, unknown>) };
 }
 
 function structFromJson(o: Record<string, unknown>): StructJson {
@@ -94,12 +95,12 @@ function structFromJson(o: Record<string, unknown>): StructJson {
 }
 
 function jsonFromValue(v: ValueJson): unknown {
-  if (v.struct_value) return jsonFromStruct(v.struct_value);
-  if (v.list_value) return (v.list_value.values ?? []).map(jsonFromValue);
-  if (v.string_value !== undefined && v.string_value !== '') return v.string_value;
-  if (v.number_value !== undefined && v.number_value !== 0) return v.number_value;
-  if (v.bool_value) return true;
-  if (v.string_value !== undefined) return v.string_value;
+  if (v.structValue) return jsonFromStruct(v.structValue);
+  if (v.listValue) return (v.listValue.values ?? []).map(jsonFromValue);
+  if (v.stringValue !== undefined && v.stringValue !== '') return v.stringValue;
+  if (v.numberValue !== undefined && v.numberValue !== 0) return v.numberValue;
+  if (v.boolValue) return true;
+  if (v.stringValue !== undefined) return v.stringValue;
   return null;
 }
 

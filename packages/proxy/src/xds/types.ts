@@ -53,7 +53,9 @@ export interface XdsInterest {
 }
 
 /** Types in the order Envoy (re)subscribes on a new stream: clusters before endpoints, listeners before routes. */
-export const SUBSCRIBE_ORDER: readonly string[] = [TYPE_URL.cluster, TYPE_URL.endpoint, TYPE_URL.listener, TYPE_URL.route, TYPE_URL.secret, TYPE_URL.extension, TYPE_URL.nameTable];
+export const SUBSCRIBE_ORDER: readonly string[] = [TYPE_URL.cluster, TYPE_URL.endpoint, TYPE_URL.listener, TYPE_URL.route, TYPE_URL.secret, TYPE_URL.extension, TYPE_URL.nameTable,
+  // ztunnel's WDS (Delta only): subscribed only by a handler that asks for them.
+  TYPE_URL.address, TYPE_URL.authorization];
 
 /** NDS sends one unnamed NameTable; this is the name it is tracked (and served) under. */
 export const NAME_TABLE_RESOURCE = 'name-table';

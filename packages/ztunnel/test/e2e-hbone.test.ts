@@ -1,0 +1,200 @@
+// skua-ztunnel end to end on two nodes in network namespaces (needs root): the real
+// skua-controlplane serves WDS and the CA (ztunnel's token, ImpersonatedIdentity), a CNI stand-in
+// per node speaks ZDS. client app → its ztunnel → HBONE (mTLS, ALPN h2, CONNECT) → the other
+// ztunnel → server app: bytes intact both ways, the app sees the client's own address, the wire
+// between the nodes carries only TLS to 15008 (tcpdump), the logs carry both identities, the dump
+// lists the certificates; an ALLOW policy changed live closes the open tunnel within a second and
+// refuses new ones (401); independent python3-h2 HBONE peers: a client gets 200/400/401/503 from the
+// server ztunnel, a server sees what the client ztunnel sends (TLS 1.3, h2, no SNI, SPIFFE id,
+// CONNECT ip:port, baggage/forwarded/traceparent) and one with the wrong identity is refused; a
+// workload with a PROXY application tunnel gets the v2 header with the peer identity TLV; with the
+// control plane down, cached state and certificates keep serving, and it resyncs when back.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { promisify } from 'node:util';
+import { netnsAvailable, TYPE_URL } from '../src/core.ts';
+import { ECHO_SERVER, PROXY_V2_ECHO_SERVER, SEND_CLIENT, type Topology } from './lib/topology.ts';
+import { ip4, ZtunnelCluster, type ClusterPod, type PodDef } from './lib/cluster.ts';
+import { PYTHON_HBONE_CLIENT, PYTHON_HBONE_SERVER } from './lib/python-hbone.ts';
+import { waitFor } from './lib/wait.ts';
+import { makeCsr, newKeyPair, privateKeyPem } from '@skua/proxy/identity';
+
+const execFileAsync = promisify(execFile);
+const skip = process.getuid?.() !== 0 || !netnsAvailable ? 'needs root and the netns addon' : false;
+const SLEEP = 'spiffe://cluster.local/ns/default/sa/sleep';
+const HTTPBIN = 'spiffe://cluster.local/ns/default/sa/httpbin';
+type Json = Record<string, unknown>;
+
+describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 }, () => {
+  let cluster: ZtunnelCluster, topo: Topology, dir: string, client: ClusterPod, server: ClusterPod, pyServer: ClusterPod, proxied: ClusterPod;
+  /** A second address of the python server's pod, published as a workload with another identity. */
+  const IMPOSTOR_IP = (): string => pyServer.ip.replace(/\.\d+$/, '.4');
+  let logs: string[][];
+  const workload = (name: string, ip: string, node: string, extra: Json = {}): Json => ({
+    '@type': TYPE_URL.address,
+    workload: { uid: `Kubernetes//Pod/default/${name}`, name, namespace: 'default', service_account: name === 'client' ? 'sleep' : 'httpbin',
+      addresses: [ip4(ip)], node, tunnel_protocol: 'HBONE', workload_name: name, canonical_name: name, canonical_revision: 'v1', ...extra },
+  });
+  const allow = (principal: string): Json => ({ '@type': TYPE_URL.authorization, name: 'allow-one', namespace: 'default', scope: 'NAMESPACE', action: 'ALLOW',
+    rules: [{ clauses: [{ matches: [{ principals: [{ exact: principal.slice('spiffe://'.length) }] }] }] }] });
+  const publish = (resources: Json[]): void => cluster.publish(resources);
+  const inNode = (i: number, ...args: string[]): Promise<string> => cluster.inNode(i, ...args);
+
+  before(async () => {
+    cluster = new ZtunnelCluster(2, 4, true);
+    topo = cluster.topo;
+    dir = cluster.dir;
+    logs = cluster.logs;
+    const pods: PodDef[] = [
+      { node: 1, short: 'hc', host: 2, info: { name: 'client', namespace: 'default', serviceAccount: 'sleep' } },
+      { node: 2, short: 'hs', host: 2, info: { name: 'server', namespace: 'default', serviceAccount: 'httpbin' } },
+      { node: 2, short: 'hx', host: 5, info: { name: 'proxied', namespace: 'default', serviceAccount: 'proxied' } },
+    ];
+    cluster.addPods([...pods, { node: 2, short: 'hp', host: 3 }]);
+    client = cluster.pod('hc');
+    server = cluster.pod('hs');
+    pyServer = cluster.pod('hp');
+    proxied = cluster.pod('hx');
+    await execFileAsync('ip', ['-n', pyServer.netns, 'addr', 'add', `${IMPOSTOR_IP()}/24`, 'dev', 'eth0']);
+    publish([
+      workload('client', client.ip, 'node1'),
+      workload('server', server.ip, 'node2', { services: { 'default/echo.default.svc.cluster.local': { ports: [{ service_port: 80, target_port: 8080 }] } } }),
+      { '@type': TYPE_URL.address, service: { name: 'echo', namespace: 'default', hostname: 'echo.default.svc.cluster.local', addresses: [{ address: ip4('10.96.0.10') }], ports: [{ service_port: 80, target_port: 8080 }] } },
+      workload('pyhbone', pyServer.ip, 'node2', { service_account: 'pyhbone' }),
+      workload('impostor', IMPOSTOR_IP(), 'node2', { service_account: 'impostor' }),
+      workload('proxied', proxied.ip, 'node2', { service_account: 'proxied', application_tunnel: { protocol: 'PROXY', port: 8090 } }),
+      allow(SLEEP),
+    ]);
+    topo.spawnIn(server.netns, 'python3', ['-c', ECHO_SERVER, '8080']);
+    topo.spawnIn(proxied.netns, 'python3', ['-c', PROXY_V2_ECHO_SERVER, '8090']);
+    await cluster.start(pods);
+    // The python HBONE server (no ztunnel in front) holds the certificate of the pyhbone workload.
+    const py = await issueFiles('spiffe://cluster.local/ns/default/sa/pyhbone', 'pyhbone');
+    topo.spawnIn(pyServer.netns, '/usr/bin/python3', ['-c', PYTHON_HBONE_SERVER, py.cert, py.key, join(dir, 'root-cert.pem')]);
+  });
+  after(async () => {
+    await cluster?.destroy();
+  });
+
+  const send = (host: string, port: number, bytes: number): Promise<string> => cluster.send(client, host, port, bytes);
+
+  test('client → VIP → HBONE → server: bytes intact, original source, only TLS to 15008 on the wire', async () => {
+    const pcap = join(dir, 'wire.pcap');
+    const dump = topo.spawnIn(topo.nodes[1].netns, 'tcpdump', ['-i', 'under0', '-U', '-w', pcap, 'tcp and net 10.77.0.0/16']);
+    await new Promise((r) => setTimeout(r, 500));
+    const marker = 'SKUA-PLAINTEXT-MARKER-'.repeat(4);
+    const out = (await execFileAsync('ip', ['netns', 'exec', client.netns, 'python3', '-c',
+      `import socket;c=socket.create_connection(("10.96.0.10",80),5);c.sendall(b"${marker}");c.shutdown(socket.SHUT_WR);d=b""\nwhile True:\n  x=c.recv(65536)\n  if not x: break\n  d+=x\nprint(d.decode())`])).stdout;
+    assert.equal(out.trim(), `peer=${client.ip}\n${marker}`);
+    assert.equal(await send('10.96.0.10', 80, 4 << 20), `peer=${client.ip} 4194304 True`);
+    await new Promise((r) => setTimeout(r, 300));
+    await topo.stop(dump, 'SIGINT');
+    const ports = (await execFileAsync('tcpdump', ['-nn', '-r', pcap])).stdout.split('\n').filter(Boolean)
+      .map((l) => /IP [\d.]+\.(\d+) > [\d.]+\.(\d+):/.exec(l)).filter((m): m is RegExpExecArray => m !== null).map((m) => Math.min(Number(m[1]), Number(m[2])));
+    assert.ok(ports.length > 50, `captured ${ports.length} packets`);
+    assert.deepEqual([...new Set(ports)], [15008], 'between the pods of the two nodes only 15008');
+    assert.ok(!readFileSync(pcap).includes(Buffer.from('SKUA-PLAINTEXT-MARKER')), 'no plaintext on the wire');
+  });
+
+  test('access logs carry both identities; the dump lists the certificates', async () => {
+    await waitFor(() => logs[0].some((l) => l.includes('direction="outbound"')) && logs[1].some((l) => l.includes('direction="inbound"')), 'the access logs');
+    const out = logs[0].find((l) => l.includes('direction="outbound"') && l.includes('bytes_sent=4194304'))!;
+    assert.match(out, new RegExp(`src\\.identity="${SLEEP}" dst\\.addr=${server.ip}:15008 dst\\.hbone_addr=${server.ip}:8080 dst\\.service="echo\\.default\\.svc\\.cluster\\.local" dst\\.workload="server" dst\\.namespace="default" dst\\.identity="${HTTPBIN}" direction="outbound" bytes_sent=4194304`));
+    assert.ok(logs[1].some((l) => new RegExp(`src\\.identity="${SLEEP}".*dst\\.identity="${HTTPBIN}" direction="inbound" bytes_sent=\\d+ bytes_recv=4194304`).test(l)));
+    const dump = JSON.parse(await inNode(0, 'curl', '-s', 'http://127.0.0.1:15000/config_dump')) as { certificates: Array<{ identity: string; state: string; certChain: unknown[] }> };
+    assert.deepEqual(dump.certificates.map((c) => [c.identity, c.state, c.certChain.length]), [[SLEEP, 'Available', 2]]);
+  });
+
+  /** A certificate for `identity` from the cluster's CA, as PEM files for the python peers. */
+  async function issueFiles(identity: string, name: string): Promise<{ cert: string; key: string }> {
+    const keys = await newKeyPair();
+    const chain = await cluster.ca!.issue(await makeCsr(keys, identity), identity, 3600);
+    const files = { cert: join(dir, `${name}-cert.pem`), key: join(dir, `${name}-key.pem`) };
+    writeFileSync(files.cert, chain.slice(0, -1).join(''));
+    writeFileSync(files.key, await privateKeyPem(keys.privateKey));
+    return files;
+  }
+  const pythonConnect = async (files: { cert: string; key: string }, authority: string, bytes: number): Promise<string> =>
+    (await execFileAsync('ip', ['netns', 'exec', topo.core, '/usr/bin/python3', '-c', PYTHON_HBONE_CLIENT, server.ip, '15008', authority,
+      files.cert, files.key, join(dir, 'root-cert.pem'), String(bytes)])).stdout.trim();
+
+  test('an independent HBONE client (python3-h2) gets through the server ztunnel', async () => {
+    const files = await issueFiles(SLEEP, 'py');
+    assert.equal(await pythonConnect(files, `${server.ip}:8080`, 1 << 20), `200 peer=${topo.coreIp} 1048576 True`);
+  });
+
+  test("the server ztunnel answers CONNECT like ztunnel: 400 bad authority, 401 denied, 503 nothing listening", async () => {
+    const allowed = await issueFiles(SLEEP, 'py');
+    const other = await issueFiles('spiffe://cluster.local/ns/default/sa/other', 'py-other');
+    assert.match(await pythonConnect(allowed, 'not-an-address', 10), /^400 /);
+    assert.match(await pythonConnect(other, `${server.ip}:8080`, 10), /^401 /);
+    assert.match(await pythonConnect(allowed, `${server.ip}:8079`, 10), /^503 /);
+    assert.match(await pythonConnect(allowed, `${server.ip}:8080`, 10), /^200 peer=/);
+  });
+
+  test('the client ztunnel as seen by an independent HBONE server: TLS 1.3, h2, no SNI, its SPIFFE id, CONNECT ip:port, baggage/forwarded/traceparent', async () => {
+    const { stdout } = await execFileAsync('ip', ['netns', 'exec', client.netns, 'python3', '-c', SEND_CLIENT, pyServer.ip, '8080', '65536']);
+    const words = stdout.trim().split(' ');
+    const [count, intact] = words.splice(-2);
+    const head = words.join(' ');
+    assert.deepEqual([count, intact], ['65536', 'True'], stdout);
+    const seen = JSON.parse(head.slice('seen='.length)) as { tls: string; alpn: string; sni: string | null; sans: string[]; headers: Record<string, string> };
+    assert.deepEqual([seen.tls, seen.alpn, seen.sni, seen.sans], ['TLSv1.3', 'h2', null, [SLEEP]]);
+    const { baggage, forwarded, traceparent, ...rest } = seen.headers;
+    assert.deepEqual(rest, { ':method': 'CONNECT', ':authority': `${pyServer.ip}:8080` });
+    assert.match(forwarded, new RegExp(`^for="${client.ip.replace(/\./g, '\\.')}:\\d+"$`));
+    assert.match(traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+    assert.equal(baggage, 'k8s.cluster.name=Kubernetes,k8s.namespace.name=default,k8s.deployment.name=client,service.name=client,service.version=v1');
+  });
+
+  test('an HBONE peer presenting another identity than the destination\'s is refused by the client ztunnel', async () => {
+    const { stdout } = await execFileAsync('ip', ['netns', 'exec', client.netns, 'python3', '-c', SEND_CLIENT, IMPOSTOR_IP(), '8080', '10']);
+    assert.equal(stdout.trim(), '0 False', 'the app gets nothing through');
+    await waitFor(() => logs[0].some((l) => l.includes(`dst.addr=${IMPOSTOR_IP()}:15008`) && /error=".*is not spiffe:\/\/cluster\.local\/ns\/default\/sa\/impostor"/.test(l)),
+      'the identity error in the access log');
+  });
+
+  test("a workload whose application tunnel asks for PROXY gets a v2 header with the client's address and SPIFFE id (TLV 0xD0)", async () => {
+    const out = await send(proxied.ip, 8080, 100_000);
+    assert.match(out, new RegExp(`^proxy=${client.ip.replace(/\./g, '\\.')}:\\d+ ${proxied.ip.replace(/\./g, '\\.')}:8080 tlvs=d0:${SLEEP} 100000 True$`));
+  });
+
+  test('a policy change denies the open tunnel within a second; new ones get 401', async () => {
+    const { conn } = await cluster.openFrom(client, '10.96.0.10', 80);
+    const pushed = performance.now();
+    publish([...cluster.wds.filter((r) => r.name !== 'allow-one'), allow('spiffe://cluster.local/ns/default/sa/other')]);
+    try {
+      await once(conn, 'end');
+      conn.destroy();
+      assert.ok(performance.now() - pushed < 1300, `closed after ${Math.round(performance.now() - pushed)} ms`);
+      assert.equal(await send('10.96.0.10', 80, 10), '0 False');
+      await waitFor(() => logs[0].some((l) => /direction="outbound".*error="CONNECT .* answered 401"/.test(l))
+        && logs[1].some((l) => /direction="inbound".*error="connection closed due to policy rejection: allow policies exist, but none allowed"/.test(l)), 'the 401 in the logs');
+      assert.ok(logs[1].some((l) => /direction="inbound".*error="connection closed due to policy change"/.test(l)));
+    } finally {
+      publish([...cluster.wds.filter((r) => r.name !== 'allow-one'), allow(SLEEP)]);
+    }
+  });
+
+  test('control plane down: cached state and certificates keep serving; back: resync', async () => {
+    // The previous test's policy is restored first (pushed before the control plane goes).
+    for (let k = 0; k < 50 && !(await send('10.96.0.10', 80, 1000)).endsWith('1000 True'); k++) await new Promise((r) => setTimeout(r, 100));
+    await topo.stop(cluster.controlplane!, 'SIGTERM');
+    assert.equal(await send('10.96.0.10', 80, 100_000), `peer=${client.ip} 100000 True`);
+    publish([...cluster.wds, { '@type': TYPE_URL.address, service: { name: 'echo2', namespace: 'default', hostname: 'echo2.default.svc.cluster.local', addresses: [{ address: ip4('10.96.0.11') }], ports: [{ service_port: 81, target_port: 8080 }] } }]);
+    publish(cluster.wds.map((r) => ((r.workload as Json | undefined)?.name === 'server'
+      ? { ...r, workload: { ...(r.workload as Json), services: { ...((r.workload as Json).services as Json), 'default/echo2.default.svc.cluster.local': { ports: [{ service_port: 81, target_port: 8080 }] } } } }
+      : r)));
+    cluster.startControlPlane();
+    let out = '';
+    for (let k = 0; k < 100 && !out.endsWith('10 True'); k++) {
+      out = await send('10.96.0.11', 81, 10).catch(() => '');
+      if (!out.endsWith('10 True')) await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal(out, `peer=${client.ip} 10 True`);
+  });
+});

@@ -1,0 +1,159 @@
+/**
+ * A mesh in network namespaces for end-to-end tests and benchmarks: the topology (core + nodes),
+ * the real skua-controlplane in the core (WDS from a watched file, and the CA when asked for),
+ * a CNI stand-in per node, and a skua-ztunnel process per node in the node's namespace. Pods are
+ * added to the CNI before ztunnel starts; `publish` rewrites the WDS file.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import type net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+import { CertificateAuthority } from '../../../controlplane/src/ca/authority.ts';
+import { TokenAuthority } from '../../../controlplane/src/ca/token.ts';
+import { CniStandIn } from '../../src/cni/standin.ts';
+import { socketInNetns } from '../../src/core.ts';
+import type { WorkloadInfo } from '../../src/inpod/zds-messages.ts';
+import { SEND_CLIENT, Topology } from './topology.ts';
+import { waitFor } from './wait.ts';
+
+const execFileAsync = promisify(execFile);
+const ROOT = new URL('../../../../', import.meta.url).pathname;
+type Json = Record<string, unknown>;
+
+/** An IPv4 address as WDS carries it in JSON (bytes, base64). */
+export const ip4 = (s: string): string => Buffer.from(s.split('.').map(Number)).toString('base64');
+
+export interface PodDef {
+  /** 1-based node. */
+  readonly node: number;
+  readonly short: string;
+  readonly host: number;
+  /** In the mesh (captured, told to ztunnel); false: a plain pod. */
+  readonly info?: WorkloadInfo;
+}
+
+export interface ClusterPod {
+  readonly netns: string;
+  readonly ip: string;
+  readonly path: string;
+}
+
+export class ZtunnelCluster {
+  readonly topo: Topology;
+  readonly dir: string;
+  ca: CertificateAuthority | undefined;
+  readonly cnis: CniStandIn[] = [];
+  readonly ztunnels: ChildProcess[] = [];
+  readonly logs: string[][] = [];
+  controlplane: ChildProcess | undefined;
+  readonly pods = new Map<string, ClusterPod>();
+  private readonly withCa: boolean;
+  wds: Json[] = [];
+
+  constructor(nodes: number, subnet: number, withCa: boolean) {
+    this.topo = new Topology(nodes, subnet);
+    this.dir = mkdtempSync(join(tmpdir(), 'skua-zt-cluster-'));
+    mkdirSync(join(this.dir, 'cp'));
+    this.withCa = withCa;
+  }
+
+  addPods(defs: readonly PodDef[]): void {
+    for (const d of defs) this.pods.set(d.short, this.topo.addPod(d.node, d.short, d.host, d.info !== undefined));
+  }
+
+  pod(short: string): ClusterPod {
+    const p = this.pods.get(short);
+    if (!p) throw new Error(`no pod ${short}`);
+    return p;
+  }
+
+  publish(resources: Json[]): void {
+    this.wds = resources;
+    writeFileSync(join(this.dir, 'cp', '.wds.tmp'), JSON.stringify({ resources }));
+    renameSync(join(this.dir, 'cp', '.wds.tmp'), join(this.dir, 'cp', 'wds.json'));
+  }
+
+  startControlPlane(): ChildProcess {
+    const ca = this.withCa ? ['--ca-address', `${this.topo.coreIp}:15012`, '--state-dir', join(this.dir, 'state')] : [];
+    this.controlplane = this.topo.spawnIn(this.topo.core, process.execPath, [join(ROOT, 'packages/controlplane/bin/skua-controlplane.js'),
+      '--config-dir', join(this.dir, 'cp'), '--xds-address', `${this.topo.coreIp}:15010`, ...ca]);
+    return this.controlplane;
+  }
+
+  /** Control plane, CNI stand-ins with the mesh pods, one ztunnel per node; resolves when all are ready. */
+  async start(defs: readonly PodDef[], env: Record<string, string> = {}): Promise<void> {
+    let caEnv: Record<string, string> = { CA_ADDRESS: '' };
+    if (this.withCa) {
+      // The CA's root and the token key are made here first; the control plane loads the same ones.
+      this.ca = await CertificateAuthority.create({ trustDomain: 'cluster.local', stateDir: join(this.dir, 'state') });
+      writeFileSync(join(this.dir, 'root-cert.pem'), this.ca.rootCertPem);
+      writeFileSync(join(this.dir, 'token'), TokenAuthority.create(join(this.dir, 'state')).issue({ namespace: 'istio-system', serviceAccount: 'ztunnel' }, 24 * 3600));
+      caEnv = {
+        CA_ADDRESS: `https://${this.topo.coreIp}:15012`, CA_ROOT_CA: join(this.dir, 'root-cert.pem'), ALT_CA_HOSTNAME: 'istiod.istio-system.svc',
+        AUTH_TOKEN: join(this.dir, 'token'),
+      };
+    }
+    this.startControlPlane();
+    for (const [i, node] of this.topo.nodes.entries()) {
+      const cni = new CniStandIn(join(this.dir, `${node.name}.sock`));
+      cni.start();
+      for (const d of defs) {
+        if (d.node === i + 1 && d.info) await cni.addPod({ uid: `uid-${d.info.name}`, info: d.info, netnsPath: this.pod(d.short).path });
+      }
+      this.cnis.push(cni);
+      const p = this.topo.spawnIn(node.netns, process.execPath, [join(ROOT, 'packages/ztunnel/bin/skua-ztunnel.js')], {
+        XDS_ADDRESS: `http://${this.topo.coreIp}:15010`, INPOD_UDS: cni.path, NODE_NAME: node.name, POD_NAME: `ztunnel-${i + 1}`,
+        POD_NAMESPACE: 'istio-system', INSTANCE_IP: node.underlayIp, CONNECTION_TERMINATION_DEADLINE: '2s', ...caEnv, ...env,
+      });
+      const lines: string[] = [];
+      this.logs.push(lines);
+      createInterface({ input: p.stdout! }).on('line', (l) => { if (lines.length < 100_000) lines.push(l); });
+      p.stderr!.on('data', (d: Buffer) => { if (process.env.ZT_DEBUG) process.stderr.write(d); });
+      this.ztunnels.push(p);
+    }
+    await waitFor(() => this.cnis.every((c) => c.snapshots >= 1), 'every ztunnel connected to its CNI', 20_000);
+    for (const i of this.topo.nodes.keys()) {
+      for (let k = 0; k < 100; k++) {
+        try { if ((await this.inNode(i, 'curl', '-s', 'http://127.0.0.1:15021/healthz/ready')) === 'ready\n') break; } catch { /* not up */ }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+
+  /** Runs a command in node `i`'s namespace (0-based); resolves to its stdout. */
+  async inNode(i: number, ...args: string[]): Promise<string> {
+    return (await execFileAsync('ip', ['netns', 'exec', this.topo.nodes[i].netns, ...args])).stdout;
+  }
+
+  /** SEND_CLIENT from a pod: `peer=<ip> <bytes echoed> <intact>` as the app saw it. */
+  async send(pod: ClusterPod, host: string, port: number, bytes: number): Promise<string> {
+    return (await execFileAsync('ip', ['netns', 'exec', pod.netns, 'python3', '-c', SEND_CLIENT, host, String(port), String(bytes)])).stdout.trim();
+  }
+
+  /** An app connection held open from inside a pod (through its capture); resolves once the echo server greeted. */
+  async openFrom(pod: ClusterPod, host: string, port: number): Promise<{ conn: net.Socket; data: Buffer[] }> {
+    const fd = openSync(pod.path, 'r');
+    let conn: net.Socket;
+    try {
+      conn = socketInNetns(fd, 4);
+    } finally {
+      closeSync(fd);
+    }
+    conn.connect(port, host);
+    const data: Buffer[] = [];
+    conn.on('data', (c: Buffer) => data.push(c));
+    conn.on('error', () => {});
+    await waitFor(() => Buffer.concat(data).toString().startsWith('peer='), 'the greeting');
+    return { conn, data };
+  }
+
+  async destroy(): Promise<void> {
+    for (const c of this.cnis) c.close();
+    await this.topo.destroy();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
