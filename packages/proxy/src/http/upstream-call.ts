@@ -8,6 +8,7 @@ import { Flag, LocalBody, type ResponseFlag } from './response-flags.ts';
 import type { RequestRecord } from './request-record.ts';
 import { isOverflow, UPSTREAM_OVERFLOW, UpstreamResult, type Cluster } from '../upstream/cluster.ts';
 import type { Host } from '../upstream/host.ts';
+import type { UpstreamConnectionInfo } from '../upstream/h1-pool.ts';
 import { backoffMs, retriableResponse, RetryOn, type RetryPolicy } from './retry-policy.ts';
 import type { ReplayableBody } from './replay-body.ts';
 import { applySetCookies } from './hash-policy.ts';
@@ -107,6 +108,7 @@ export class UpstreamRequest {
     this.attempts++;
     this.tried.push(host);
     p.rec.upstreamHost = host.hostPort;
+    p.rec.upstreamHostInfo = host;
     if (p.attemptCountHeader) p.headers['x-envoy-attempt-count'] = String(this.attempts);
     const att = new Attempt(this, host, this.attempts);
     this.attempt = att;
@@ -375,6 +377,11 @@ class Attempt implements Dispatcher.DispatchHandler {
     const alpn = p.rec.filterState?.get(ALPN_OVERRIDE_STATE) as AlpnOverrides | undefined;
     const override = alpn && this.host.tls ? alpn[http2 ? 'HTTP2' : p.ex.protocol === 'HTTP/1.0' && p.cluster.config.protocol === 'downstream' ? 'HTTP10' : 'HTTP11'] : undefined;
     p.cluster.httpPool(this.host, http2, override).dispatch({ path: p.path, method: p.ex.method, headers: p.headers, body }, this);
+  }
+
+  /** The connection carrying this attempt (%UPSTREAM_LOCAL_ADDRESS%). */
+  onUpstreamConnection(c: UpstreamConnectionInfo): void {
+    this.parent.plan.rec.upstreamLocalAddress = c.localAddress;
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {

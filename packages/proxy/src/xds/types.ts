@@ -45,7 +45,7 @@ export interface XdsHandler {
 }
 
 /** Types in the order Envoy (re)subscribes on a new stream: clusters before endpoints, listeners before routes. */
-export const SUBSCRIBE_ORDER: readonly string[] = [TYPE_URL.cluster, TYPE_URL.endpoint, TYPE_URL.listener, TYPE_URL.route, TYPE_URL.secret, TYPE_URL.extension, TYPE_URL.nameTable];
+export const SUBSCRIBE_ORDER: readonly string[] = [TYPE_URL.cluster, TYPE_URL.endpoint, TYPE_URL.listener, TYPE_URL.route, TYPE_URL.secret, TYPE_URL.extension, TYPE_URL.nameTable, TYPE_URL.workload];
 
 /** NDS sends one unnamed NameTable; this is the name it is tracked (and served) under. */
 export const NAME_TABLE_RESOURCE = 'name-table';
@@ -68,6 +68,7 @@ export function resourceName(typeUrl: string, json: Json): string {
     return s && typeof s.hostname === 'string' && s.hostname !== '' ? `${typeof s.namespace === 'string' ? s.namespace : ''}/${s.hostname}` : '';
   }
   if (typeUrl === TYPE_URL.nameTable) return NAME_TABLE_RESOURCE;
+  if (typeUrl === TYPE_URL.workload) return typeof json.uid === 'string' ? json.uid : '';
   if (typeUrl === TYPE_URL.authorization) {
     return typeof json.name === 'string' && json.name !== '' ? `${typeof json.namespace === 'string' ? json.namespace : ''}/${json.name}` : '';
   }
