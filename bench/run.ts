@@ -20,6 +20,7 @@ import { runL7 } from './scenarios/l7.ts';
 import { mtlsChecks, runMtls } from './scenarios/mtls.ts';
 import { ROUNDS as ROUTES_ROUNDS, routesChecks, runRoutes } from './scenarios/routes.ts';
 import { runXds } from './scenarios/xds.ts';
+import { runXdsScale } from './scenarios/xds-scale.ts';
 import { listMicroFiles, microMarkdown, microText, runMicro, type MicroResult } from './scenarios/micro.ts';
 import {
   ALL_SCENARIOS, ALL_TARGETS, DEFAULT_SCENARIOS,
@@ -29,8 +30,9 @@ import {
 const RESULTS_DIR = path.join(REPO_ROOT, 'bench/results');
 
 const USAGE = `usage: ./dev bench [options]   (node bench/run.ts)
-  --only l7,l4,micro,routes,xds,mtls scenarios to run (default: l7,l4; routes = 1 route vs 1,000 vhosts x 10 routes,
+  --only l7,l4,micro,routes,xds,xds-scale,mtls scenarios to run (default: l7,l4; routes = 1 route vs 1,000 vhosts x 10 routes,
                             xds = 5,000 services over ADS from scratch + one endpoint change,
+                            xds-scale = 20,000 EDS clusters pushed to a live proxy under a latency probe, then shrunk,
                             mtls = two skua sidecars, plaintext vs mTLS; all three skua only)
   --targets LIST            subset of direct,nginx,haproxy,skua (default: all)
   --duration SECONDS        measured wrk time per L7 target (default 10)
@@ -40,6 +42,7 @@ const USAGE = `usage: ./dev bench [options]   (node bench/run.ts)
   --l4-mb MB                size of the L4 stream (default 100)
   --l4-runs N               measured L4 streams per target, median reported (default 5)
   --skua PATH               skua-proxy entry script (default packages/proxy/src/main.ts)
+  --xds-clusters N          clusters pushed by xds-scale (default 20000)
   --strict                  exit 1 if an acceptance check fails or a target fails
   -h, --help`;
 
@@ -71,6 +74,7 @@ function parseOptions(argv: string[]): Options | undefined {
       'l4-mb': { type: 'string', default: '100' },
       'l4-runs': { type: 'string', default: '5' },
       skua: { type: 'string', default: DEFAULT_SKUA_MAIN },
+      'xds-clusters': { type: 'string', default: '20000' },
       strict: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -86,6 +90,7 @@ function parseOptions(argv: string[]): Options | undefined {
     l4Bytes: Math.round(numArg('l4-mb', values['l4-mb'], 1) * 1e6),
     l4Runs: Math.round(numArg('l4-runs', values['l4-runs'], 1)),
     skuaMain: values.skua,
+    xdsClusters: Math.round(numArg('xds-clusters', values['xds-clusters'], 2)),
     strict: values.strict,
   };
 }
@@ -109,6 +114,8 @@ function budgetSeconds(opts: Options): number {
   if (opts.only.includes('routes')) s += 60 + 2 * (opts.warmup + 20) + 2 * ROUTES_ROUNDS * (opts.duration + 20);
   // Two proxies applying 5,000 services each (up to 5 min each on a loaded machine), plus the control plane.
   if (opts.only.includes('xds')) s += 720;
+  // Three proxies, each: start, a push of up to 10 min on a slow build, a shrink, settling.
+  if (opts.only.includes('xds-scale')) s += 3 * 900;
   if (opts.only.includes('mtls')) s += 3 * (opts.warmup + opts.duration + 60);
   return s;
 }
@@ -162,7 +169,7 @@ function installExitHandlers(budget: number): void {
 function printScenario(res: ScenarioResult): void {
   process.stdout.write(`\n== ${res.scenario}: ${res.title} ==\n${textTable(res)}\n`);
   const skua = res.rows.find((r) => r.target === 'skua');
-  if (!skua || res.scenario === 'routes' || res.scenario === 'mtls') return;
+  if (!skua || res.scenario === 'routes' || res.scenario === 'mtls' || res.scenario === 'xds-scale') return;
   const parts = (['nginx', 'haproxy'] as const).map((b) => {
     const r = ratio(res, skua, b);
     return `skua/${b} ${r === undefined ? '–' : r.toFixed(2)}`;
@@ -175,6 +182,7 @@ async function runScenario(s: Scenario, opts: Options): Promise<ScenarioResult |
   if (s === 'l4') return runL4(opts, tmpDir);
   if (s === 'routes') return runRoutes(opts, tmpDir);
   if (s === 'xds') return runXds(opts, tmpDir);
+  if (s === 'xds-scale') return runXdsScale(opts, tmpDir);
   if (s === 'mtls') return runMtls(opts, tmpDir);
   return runMicro();
 }

@@ -1,9 +1,9 @@
 /** Shared shapes for the benchmark harness (bench/run.ts). */
 
-export type Scenario = 'l7' | 'l4' | 'micro' | 'routes' | 'xds' | 'mtls';
+export type Scenario = 'l7' | 'l4' | 'micro' | 'routes' | 'xds' | 'xds-scale' | 'mtls';
 export type TargetName = 'direct' | 'nginx' | 'haproxy' | 'skua';
 
-export const ALL_SCENARIOS: readonly Scenario[] = ['l7', 'l4', 'micro', 'routes', 'xds', 'mtls'];
+export const ALL_SCENARIOS: readonly Scenario[] = ['l7', 'l4', 'micro', 'routes', 'xds', 'xds-scale', 'mtls'];
 export const DEFAULT_SCENARIOS: readonly Scenario[] = ['l7', 'l4'];
 export const ALL_TARGETS: readonly TargetName[] = ['direct', 'nginx', 'haproxy', 'skua'];
 
@@ -24,6 +24,8 @@ export interface Options {
   l4Runs: number;
   /** skua-proxy entry script, relative to the repository root. */
   skuaMain: string;
+  /** EDS clusters pushed by the xds-scale scenario. */
+  xdsClusters: number;
   /** Exit 1 when an acceptance check fails. */
   strict: boolean;
 }

@@ -12,7 +12,8 @@ import { toYaml } from './yaml.ts';
 export type Json = Record<string, unknown>;
 
 export const repoRoot = path.resolve(import.meta.dirname, '..', '..');
-export const proxyMain = path.join(repoRoot, 'packages', 'proxy', 'src', 'main.ts');
+/** SKUA_TEST_PROXY_MAIN runs the tests against another build (e.g. main's, to see a regression test fail there). */
+export const proxyMain = process.env.SKUA_TEST_PROXY_MAIN ?? path.join(repoRoot, 'packages', 'proxy', 'src', 'main.ts');
 export const fixturesDir = path.resolve(repoRoot, '..', 'shared', 'fixtures');
 
 const handedOut = new Set<number>();

@@ -14,6 +14,8 @@ import { setLocalNode } from './core/node.ts';
 import { TYPE_URL } from './xds/discovery.ts';
 import { secrets } from './tls/secrets.ts';
 import { setInternalBufferSize } from './listener/internal.ts';
+import { followerUpdates } from './xds/follower-updates.ts';
+import { TimeSlice } from './core/time-slice.ts';
 import { drainSignals, type DrainStrategy } from './core/drain.ts';
 import { OverloadManager, overloadState } from './core/overload.ts';
 import { setUnknownFieldPolicy } from './xds/decode.ts';
@@ -77,8 +79,11 @@ export class ProxyServer {
   /** Stats for admin: this thread's store, or all workers' merged (set by startWorkers). */
   collectStats: () => Promise<StatsStore> = () => Promise.resolve(this.stats);
   private admin: Server | undefined;
-  /** Set by startWorkers: hands each xDS update (as the main thread applied it) to the worker threads. */
-  onXdsUpdate: ((update: XdsUpdate) => void) | undefined;
+  /**
+   * Set by startWorkers: hands each xDS update (as the main thread applied it) to the worker threads;
+   * resolves once every worker applied it (the ACK waits: every thread serves what was ACKed).
+   */
+  onXdsUpdate: ((update: XdsUpdate) => Promise<void>) | undefined;
   /** Set by startWorkers: a subscription's initial fetch timed out on the main thread. */
   onFetchTimeout: ((key: string) => void) | undefined;
 
@@ -126,7 +131,7 @@ export class ProxyServer {
     // they time no fetches and bind no probes: the main thread decides and forwards.
     // Workers apply the forwarded Workload updates too: each thread's peer lookups read its own index.
     if (this.bootstrap.extensions.workloadDiscovery) dynamic.setSink(TYPE_URL.workload, WORKLOAD_SINK);
-    if (this.options.xdsFollower) { dynamic.fetchTimers.enabled = false; return; }
+    if (this.options.xdsFollower) { dynamic.fetchTimers.enabled = false; dynamic.retainConfig = false; return; }
     this.applyUnknownFieldPolicy();
     dynamic.setSink(TYPE_URL.secret, { apply: (name, json) => { secrets.update(name, json); }, remove: (name) => secrets.remove(name) });
     for (const [typeUrl, sink] of this.options.xdsSinks ?? []) dynamic.setSink(typeUrl, sink);
@@ -143,7 +148,7 @@ export class ProxyServer {
       interest: (typeUrl) => dynamic.interest(typeUrl),
       apply: async (update) => {
         const rejections = await dynamic.apply(update);
-        this.onXdsUpdate?.(asApplied(update, rejections));
+        if (this.onXdsUpdate) await this.forward(update, rejections, dynamic);
         return rejections;
       },
     }, this.stats);
@@ -152,6 +157,19 @@ export class ProxyServer {
     ads.start();
     dynamic.startInitialFetch(dr.cdsInitialFetchTimeoutMs, dr.ldsInitialFetchTimeoutMs);
     await dynamic.initialized;
+  }
+
+  /** Hands an applied update to the workers (CDS / EDS as what changed, in chunks: follower-updates.ts) and waits for them. */
+  private async forward(update: XdsUpdate, rejections: readonly XdsRejection[], dynamic: DynamicConfig): Promise<void> {
+    if (update.typeUrl !== TYPE_URL.cluster && update.typeUrl !== TYPE_URL.endpoint) { await this.onXdsUpdate?.(asApplied(update, rejections)); return; }
+    const slice = new TimeSlice();
+    let applied: Promise<void> | undefined;
+    for (const part of followerUpdates(update, dynamic)) {
+      if (slice.due) await slice.next();
+      // Workers apply in order: the last part done means all are.
+      applied = this.onXdsUpdate?.(part);
+    }
+    await applied;
   }
 
   /** Envoy's dynamic validation visitor: count every unknown field, log each distinct one once. */
@@ -244,12 +262,18 @@ export class ProxyServer {
   }
 
   async shutdown(code: number): Promise<never> {
+    this.close();
+    process.exit(code);
+  }
+
+  /** Stops xDS, overload checks, listeners, upstream pools and admin without leaving the process (in-process tests). */
+  close(): void {
     this.overload.stop();
     this.ads?.stop();
+    this.dynamic?.fetchTimers.stop();
     this.listeners.closeAll();
     this.clusters.closeAll();
     this.admin?.close();
-    process.exit(code);
   }
 }
 

@@ -7,13 +7,14 @@ import type { ProxyArgs } from './agent/cli.ts';
 import { StatsStore, Histogram as HistogramClass, type Histogram } from './stats/store.ts';
 import { labelledFamily, type FamilyKind } from './stats/labelled.ts';
 import { secrets } from './tls/secrets.ts';
+import { WorkerFeed } from './worker-feed.ts';
 
 /** A worker's stats, sent to the main thread at scrape time. */
 interface StatsSnapshot {
   counters: Array<[string, number]>;
   gauges: Array<[string, number]>;
   histograms: Array<[string, { buckets: number[]; count: number; sum: number }]>;
-  tags: Array<[string, { base: string; tags: Array<[string, string]> }]>;
+  tags: Array<[string, { prefix: string; base: string; tags: Array<[string, string]> }]>;
   families: Array<{ namespace: string; name: string; kind: FamilyKind; series: Array<{ names: string[]; values: string[]; value: number; hist?: { buckets: number[]; count: number; sum: number } }> }>;
 }
 
@@ -22,7 +23,7 @@ function snapshot(store: StatsStore): StatsSnapshot {
     counters: [...store.counters].map(([k, c]) => [k, c.value]),
     gauges: [...store.gauges].map(([k, g]) => [k, g.value]),
     histograms: [...store.histograms].map(([k, h]) => [k, { buckets: [...h.buckets], count: h.count, sum: h.sum }]),
-    tags: [...store.tags].map(([k, t]) => [k, { base: t.base, tags: t.tags.map(([a, b]) => [a, b] as [string, string]) }]),
+    tags: [...store.tags].map(([k, t]) => [k, { prefix: t.prefix, base: t.base, tags: t.tags.map(([a, b]) => [a, b] as [string, string]) }]),
     families: [...store.families.values()].map((f) => ({
       namespace: f.namespace, name: f.name, kind: f.kind,
       series: [...f.series.values()].map((s) => {
@@ -79,19 +80,26 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
   secrets.onChange((name, secret) => {
     for (const w of workers) w.postMessage({ secret: name, raw: secret?.raw ?? null });
   });
+  const feeds = workers.map((w) => {
+    const feed = new WorkerFeed(w);
+    w.on('message', (m: { applied?: boolean }) => { if (m?.applied) feed.applied(); });
+    w.once('exit', () => feed.exited());
+    return feed;
+  });
   server.collectStats = async () => {
     const merged = new StatsStore();
     addInto(merged, snapshot(server.stats));
     const snaps = await Promise.all(workers.map((w) => new Promise<StatsSnapshot>((resolve) => {
-      w.once('message', (m: { stats: StatsSnapshot }) => resolve(m.stats));
+      const onStats = (m: { stats?: StatsSnapshot }): void => { if (m?.stats) { w.off('message', onStats); resolve(m.stats); } };
+      w.on('message', onStats);
       w.postMessage('stats');
     })));
     for (const s of snaps) addInto(merged, s);
     return merged;
   };
-  // Only the main thread talks to the control plane; workers apply the same updates.
-  server.onXdsUpdate = (update) => { for (const w of workers) w.postMessage({ xds: update }); };
-  server.onFetchTimeout = (key) => { for (const w of workers) w.postMessage({ fetchTimeout: key }); };
+  // Only the main thread talks to the control plane; workers apply the same updates, in order.
+  server.onXdsUpdate = (update) => Promise.all(feeds.map((f) => f.send({ xds: update }))).then(() => undefined);
+  server.onFetchTimeout = (key) => { for (const f of feeds) void f.send({ fetchTimeout: key }); };
   server.drainWorkers = (ms) => Promise.all(workers.map((w) => new Promise<void>((resolve) => {
     w.once('exit', () => resolve());
     w.postMessage({ drain: ms });
@@ -108,8 +116,9 @@ async function runWorker(): Promise<void> {
     const bootstrap = compileBootstrap(loadBootstrapSource(data.configPath || undefined, data.configYaml || undefined), { unknownFields: 'skip' });
     const server = new ProxyServer(bootstrap, { concurrency: 1, drainTimeS: 0, drainStrategy: 'gradual', configPath: data.configPath, configYaml: data.configYaml, logLevel: data.logLevel, reusePort: true, admin: false, xdsFollower: true });
     await server.start();
-    // Updates apply one at a time, in the order the main thread applied them.
+    // Updates apply one at a time, in the order the main thread applied them; each done one asks for the next (worker-feed.ts).
     let applying: Promise<unknown> = Promise.resolve();
+    const applied = (): void => parentPort!.postMessage({ applied: true });
     type Message = string | { xds: XdsUpdate } | { fetchTimeout: string } | { secret: string; raw: Record<string, unknown> | null } | { drain: number };
     parentPort!.on('message', (m: Message) => {
       if (m === 'stats') parentPort!.postMessage({ stats: snapshot(server.stats) });
@@ -117,9 +126,9 @@ async function runWorker(): Promise<void> {
         // The main thread's drain settings; this thread's own connections decide when it is done.
         void server.drainAndExit(m.drain);
       } else if (typeof m === 'object' && 'xds' in m) {
-        applying = applying.then(() => server.dynamic?.apply(m.xds)).catch((err: Error) => log.error(`worker ${data.index}: xDS update: ${err.message}`));
+        applying = applying.then(() => server.dynamic?.apply(m.xds)).catch((err: Error) => log.error(`worker ${data.index}: xDS update: ${err.message}`)).finally(applied);
       } else if (typeof m === 'object' && 'fetchTimeout' in m) {
-        applying = applying.then(() => server.dynamic?.expireFetch(m.fetchTimeout));
+        applying = applying.then(() => server.dynamic?.expireFetch(m.fetchTimeout)).finally(applied);
       }
       else if (typeof m === 'object' && 'secret' in m) {
         try {

@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { Msg } from '../src/config/fields.ts';
-import { StatsStore } from '../src/stats/store.ts';
+import { StatsStore, statBase } from '../src/stats/store.ts';
 import { compileCluster } from '../src/upstream/cluster-config.ts';
 import { Cluster, isOverflow } from '../src/upstream/cluster.ts';
 import type { Host } from '../src/upstream/host.ts';
@@ -101,7 +101,7 @@ describe('request and retry breakers (what the router calls)', () => {
         }
       }
       assert.equal(store.gauges.has('cluster.svc.circuit_breakers.default.remaining_cx'), false);
-      assert.equal(store.tags.get('cluster.svc.circuit_breakers.default.cx_open')?.base, 'cluster.circuit_breakers.default.cx_open');
+      assert.equal(statBase('cluster.svc.circuit_breakers.default.cx_open', store.tags.get('cluster.svc.circuit_breakers.default.cx_open')!), 'cluster.circuit_breakers.default.cx_open');
     } finally { c.close(); }
   });
 });

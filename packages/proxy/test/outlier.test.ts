@@ -4,7 +4,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Msg } from '../src/config/fields.ts';
-import { StatsStore } from '../src/stats/store.ts';
+import { StatsStore, statBase } from '../src/stats/store.ts';
 import { Host } from '../src/upstream/host.ts';
 import { HostSet } from '../src/upstream/lb.ts';
 import { compileOutlierDetection, OutlierDetector, OutlierStats, UpstreamResult, type HostOutlier } from '../src/upstream/outlier.ts';
@@ -381,7 +381,7 @@ describe('Cluster wiring', () => {
       assert.equal(store.gauges.get('cluster.svc.membership_healthy')?.value, 2);
       assert.equal(store.gauges.get('cluster.svc.outlier_detection.ejections_active')?.value, 1);
       assert.equal(store.counters.get('cluster.svc.outlier_detection.ejections_enforced_consecutive_5xx')?.value, 1);
-      assert.equal(store.tags.get('cluster.svc.outlier_detection.ejections_active')?.base, 'cluster.outlier_detection.ejections_active');
+      assert.equal(statBase('cluster.svc.outlier_detection.ejections_active', store.tags.get('cluster.svc.outlier_detection.ejections_active')!), 'cluster.outlier_detection.ejections_active');
     } finally {
       c.close();
     }

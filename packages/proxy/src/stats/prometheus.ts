@@ -1,4 +1,4 @@
-import { HISTOGRAM_BOUNDS, Histogram, type StatsStore, type Counter, type Gauge } from './store.ts';
+import { HISTOGRAM_BOUNDS, Histogram, statBase, type StatsStore, type Counter, type Gauge } from './store.ts';
 
 /**
  * Envoy's Prometheus exposition: `envoy_` + the stat name with its tag values
@@ -10,7 +10,7 @@ interface Extracted { name: string; tags: Array<readonly [string, string]> }
 export function extractTags(store: StatsStore, stat: string): Extracted {
   const known = store.tags.get(stat);
   const tags: Array<readonly [string, string]> = known ? [...known.tags] : [];
-  let rest = known ? known.base : stat;
+  let rest = known ? statBase(stat, known) : stat;
   const code = /^(.*_rq_)([1-5])xx$/.exec(rest);
   if (code) { rest = `${code[1]}xx`; tags.unshift(['envoy_response_code_class', code[2]]); }
   const exact = /^(.*_rq)_([1-5]\d\d)$/.exec(rest);

@@ -1,4 +1,4 @@
-import type { Gauge, StatsStore } from '../stats/store.ts';
+import type { Gauge, Scope, StatsStore } from '../stats/store.ts';
 import type { CircuitBreakerLimits } from './cluster-config.ts';
 
 /**
@@ -51,9 +51,11 @@ export class CircuitBreakers {
   readonly retries: Resource;
   /** max_connection_pools is not supported (refused at load): unlimited, as Envoy's default (2^32 − 1). */
   readonly connectionPools: Resource;
+  private readonly scope: Scope;
 
   constructor(limits: CircuitBreakerLimits, store: StatsStore, cluster: string, priority: 'default' | 'high') {
     const p = store.scope('cluster', 'envoy_cluster_name', cluster);
+    this.scope = p;
     const g = (s: string): Gauge => p.gauge(`circuit_breakers.${priority}.${s}`);
     const r = (s: string): Gauge | undefined => (limits.trackRemaining ? g(`remaining_${s}`) : undefined);
     this.connections = new Resource(limits.maxConnections, g('cx_open'), r('cx'));
@@ -65,5 +67,10 @@ export class CircuitBreakers {
 
   detach(): void {
     for (const r of [this.connections, this.pending, this.requests, this.retries, this.connectionPools]) r.detach();
+  }
+
+  /** Drops the gauges from the store (the cluster was removed). */
+  release(): void {
+    this.scope.release();
   }
 }

@@ -62,6 +62,11 @@ export class ClusterStats {
     this.bytesReceived = p.counter('upstream_cx_rx_bytes_total');
   }
 
+  /** Drops these stats from the store (the cluster was removed). */
+  release(): void {
+    this.scope.release();
+  }
+
   /** `<match name>.total_match_count`: endpoints given that transport socket ('default' = the cluster's). */
   matchCount(matchName: string): Counter {
     let c = this.matchCounts.get(matchName);

@@ -286,6 +286,17 @@ export class Cluster {
     this.markReady?.();
   }
 
+  /**
+   * The cluster is gone for good (removed, not replaced by a new version of itself, which shares
+   * these names): its `cluster.<name>.*` stats go with it, as in Envoy.
+   */
+  releaseStats(): void {
+    this.stats.release();
+    this.breakers.release();
+    this.breakersHigh.release();
+    this.outlier?.stats.release();
+  }
+
   close(): void {
     this.closed = true;
     if (this.refreshTimer) clearTimeout(this.refreshTimer);

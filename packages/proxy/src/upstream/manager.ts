@@ -43,8 +43,11 @@ export class ClusterManager {
     return this.clusters.size;
   }
 
+  /** Removes a cluster for good: its pools close once in-flight requests end, its stats go. */
   remove(name: string): void {
-    this.clusters.get(name)?.close();
+    const c = this.clusters.get(name);
+    c?.close();
+    c?.releaseStats();
     this.clusters.delete(name);
   }
 

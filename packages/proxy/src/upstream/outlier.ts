@@ -1,5 +1,5 @@
 import type { Msg } from '../config/fields.ts';
-import type { Counter, Gauge, StatsStore } from '../stats/store.ts';
+import type { Counter, Gauge, Scope, StatsStore } from '../stats/store.ts';
 import type { Host } from './host.ts';
 
 /**
@@ -126,8 +126,11 @@ export class OutlierStats {
   readonly consecutive5xx: Counter;
   readonly successRate: Counter;
 
+  private readonly scope: Scope;
+
   constructor(store: StatsStore, cluster: string) {
     const p = store.scope('cluster', 'envoy_cluster_name', cluster);
+    this.scope = p;
     const n = (s: string): string => `outlier_detection.${s}`;
     this.active = p.gauge(n('ejections_active'));
     this.overflow = p.counter(n('ejections_overflow'));
@@ -137,6 +140,11 @@ export class OutlierStats {
     this.total = p.counter(n('ejections_total'));
     this.consecutive5xx = p.counter(n('ejections_consecutive_5xx'));
     this.successRate = p.counter(n('ejections_success_rate'));
+  }
+
+  /** Drops these stats from the store (the cluster was removed). */
+  release(): void {
+    this.scope.release();
   }
 }
 

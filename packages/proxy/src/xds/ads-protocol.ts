@@ -7,7 +7,7 @@ import {
   decodeDeltaResponse, decodeSotwResponse, encodeDeltaRequest, encodeSotwRequest,
 } from './discovery.ts';
 import { screenResponse, type Screened } from './screen.ts';
-import { nackMessage, SOTW_FULL_STATE, SUBSCRIBE_ORDER, type XdsHandler, type XdsRejection } from './types.ts';
+import { nackMessage, SOTW_FULL_STATE, SUBSCRIBE_ORDER, type XdsHandler, type XdsInterest, type XdsRejection } from './types.ts';
 import { log } from '../core/log.ts';
 
 type Json = Record<string, unknown>;
@@ -33,13 +33,15 @@ export interface TypeState {
   /** The names last sent as the subscription (to compute Delta subscribe/unsubscribe). */
   sent: Set<string>;
   sentWildcard: boolean;
+  /** The interest revision `sent` was taken from (see XdsInterest.revision). */
+  revision: number | undefined;
   /** A subscription request went out on this stream. */
   started: boolean;
   nonce: string;
 }
 
 export function newTypeState(): TypeState {
-  return { version: '', versions: new Map(), sent: new Set(), sentWildcard: false, started: false, nonce: '' };
+  return { version: '', versions: new Map(), sent: new Set(), sentWildcard: false, revision: undefined, started: false, nonce: '' };
 }
 
 /** Counters the client publishes as Envoy's control_plane / xDS stats. */
@@ -151,10 +153,11 @@ export class SotwProtocol extends ProtocolBase implements AdsProtocol {
       const want = this.handler.interest(typeUrl);
       const s = this.stateOf(typeUrl);
       if (!want.wildcard && want.names.size === 0 && !s.started) continue;
-      if (s.started && want.wildcard === s.sentWildcard && sameSet(want.names, s.sent)) continue;
+      if (s.started && want.wildcard === s.sentWildcard && unchanged(want, s)) continue;
       s.started = true;
       s.sentWildcard = want.wildcard;
       s.sent = new Set(want.names);
+      s.revision = want.revision;
       out.push(this.request(typeUrl, s, want.wildcard ? [] : [...want.names]));
     }
     return out;
@@ -167,7 +170,7 @@ export class SotwProtocol extends ProtocolBase implements AdsProtocol {
     s.nonce = r.nonce;
     const full = SOTW_FULL_STATE.has(r.type_url);
     const items = r.resources.map((any) => ({ version: r.version_info, any }));
-    const sc = screenResponse(r.type_url, items, [], ProtocolBase.wanted(s), { delta: false, full });
+    const sc = await screenResponse(r.type_url, items, [], ProtocolBase.wanted(s), { delta: false, full });
     const { error } = await this.applyScreened(r.type_url, r.version_info, sc, full);
     // A NACK repeats the last accepted version (Envoy: the rejected version is never acknowledged).
     if (error === undefined) s.version = r.version_info;
@@ -187,6 +190,7 @@ export class DeltaProtocol extends ProtocolBase implements AdsProtocol {
         s.started = true;
         s.sentWildcard = want.wildcard;
         s.sent = new Set(want.names);
+        s.revision = want.revision;
         out.push(encodeDeltaRequest({
           node: this.nodeOnce(), type_url: typeUrl,
           resource_names_subscribe: want.wildcard ? [] : [...want.names], resource_names_unsubscribe: [],
@@ -194,11 +198,12 @@ export class DeltaProtocol extends ProtocolBase implements AdsProtocol {
         }));
         continue;
       }
-      if (want.wildcard) continue;
+      if (want.wildcard || unchanged(want, s)) continue;
       const subscribe = [...want.names].filter((n) => !s.sent.has(n));
       const unsubscribe = [...s.sent].filter((n) => !want.names.has(n));
       if (subscribe.length === 0 && unsubscribe.length === 0) continue;
       s.sent = new Set(want.names);
+      s.revision = want.revision;
       for (const n of unsubscribe) s.versions.delete(n);
       out.push(encodeDeltaRequest({
         node: this.nodeOnce(), type_url: typeUrl, resource_names_subscribe: subscribe, resource_names_unsubscribe: unsubscribe,
@@ -213,7 +218,7 @@ export class DeltaProtocol extends ProtocolBase implements AdsProtocol {
     const s = this.subscription(r.type_url);
     if (!s) return [];
     const items = r.resources.filter((x) => x.resource !== undefined).map((x) => ({ name: x.name, version: x.version, any: x.resource! }));
-    const sc = screenResponse(r.type_url, items, r.removed_resources, ProtocolBase.wanted(s), { delta: true, full: false });
+    const sc = await screenResponse(r.type_url, items, r.removed_resources, ProtocolBase.wanted(s), { delta: true, full: false });
     const { error, refused } = await this.applyScreened(r.type_url, r.system_version_info, sc, false);
     for (const res of sc.resources) if (!refused.has(res.name)) s.versions.set(res.name, res.version);
     for (const n of sc.removed) s.versions.delete(n);
@@ -223,6 +228,14 @@ export class DeltaProtocol extends ProtocolBase implements AdsProtocol {
     });
     return [ack, ...this.resubscribe()];
   }
+}
+
+/** The names wanted are the ones last sent: the same revision, or (no revision, or a new one) the same names. */
+function unchanged(want: XdsInterest, s: TypeState): boolean {
+  if (want.revision !== undefined && want.revision === s.revision) return true;
+  if (!sameSet(want.names, s.sent)) return false;
+  s.revision = want.revision;
+  return true;
 }
 
 function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {

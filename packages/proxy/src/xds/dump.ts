@@ -57,7 +57,7 @@ export function dynamicRoutes(d: DynamicConfig): Json[] {
 }
 
 export function dynamicEndpoints(d: DynamicConfig): Json[] {
-  return [...d.endpoints.values()].map((e) => state(e.tracked, 'endpoint_config'));
+  return [...d.eds.assignments.values()].map((e) => state(e.tracked, 'endpoint_config'));
 }
 
 export function dynamicSecrets(d: DynamicConfig): Json[] {

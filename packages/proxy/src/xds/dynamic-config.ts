@@ -13,12 +13,14 @@ import type { ClusterManager } from '../upstream/manager.ts';
 import type { ListenerConfig } from '../listener/config.ts';
 import type { ListenerManager } from '../listener/manager.ts';
 import { TYPE_URL } from './discovery.ts';
-import type { XdsHandler, XdsRejection, XdsResource, XdsUpdate } from './types.ts';
+import type { XdsHandler, XdsInterest, XdsRejection, XdsResource, XdsUpdate } from './types.ts';
 import { removeExtensionConfig, setExtensionConfig } from './ecds.ts';
 import { adsSecretNames, contentHash, edsFetchTimeoutMs, validateExtension } from './resource-refs.ts';
 import { ErrorLog, type TrackedResource } from './state.ts';
 import { InitialFetchTimers } from './fetch-timers.ts';
 import { DynamicListeners, type WarmingListener } from './dynamic-listeners.ts';
+import { EdsIndex } from './eds-index.ts';
+import { TimeSlice } from '../core/time-slice.ts';
 
 export type { ErrorState, TrackedResource } from './state.ts';
 
@@ -33,11 +35,22 @@ export interface ExtraTypeSink {
 }
 
 const NO_NAMES: ReadonlySet<string> = new Set();
+const NO_CONFIG: Json = Object.freeze({});
+
+/** An EDS resource as the main thread forwards it to --concurrency workers: already compiled. */
+export interface CompiledAssignment extends XdsResource {
+  readonly endpoints?: readonly EndpointConfig[];
+}
 
 export class DynamicConfig implements XdsHandler {
   readonly activeClusters = new Map<string, TrackedResource>();
   readonly warmingClusters = new Map<string, { tracked: TrackedResource; cluster: Cluster }>();
-  readonly endpoints = new Map<string, { tracked: TrackedResource; endpoints: readonly EndpointConfig[] }>();
+  /** EDS: which clusters use which assignment, and the assignments in use. */
+  readonly eds = new EdsIndex();
+  /** False on --concurrency workers: accepted cluster configs are not kept for /config_dump. */
+  retainConfig = true;
+  /** What the last CDS update changed: the resources rebuilt and the names removed (what workers are sent). */
+  lastClusterChange: { readonly rebuilt: readonly XdsResource[]; readonly removed: readonly string[] } = { rebuilt: [], removed: [] };
   /** SDS secret names (config source `ads`) each listener / cluster names, by resource name. */
   private readonly adsSecrets = new Map<string, readonly string[]>();
   readonly secrets = new Map<string, TrackedResource>();
@@ -62,6 +75,8 @@ export class DynamicConfig implements XdsHandler {
   constructor(clusters: ClusterManager, listeners: ListenerManager, staticClusters: ReadonlySet<string>, staticListeners: ReadonlySet<string>) {
     this.clusters = clusters;
     this.staticClusters = staticClusters;
+    // Static EDS clusters (bootstrap) subscribe too.
+    for (const c of clusters.all()) this.eds.track(c);
     this.lds = new DynamicListeners({
       listeners, staticListeners, errors: this.errorLog, adsSecrets: this.adsSecrets, timers: this.fetchTimers,
       count: (name) => this.counters?.(name),
@@ -122,16 +137,11 @@ export class DynamicConfig implements XdsHandler {
     return this.ldsInitDone;
   }
 
-  interest(typeUrl: string): { wildcard: boolean; names: ReadonlySet<string> } {
+  interest(typeUrl: string): XdsInterest {
     switch (typeUrl) {
       case TYPE_URL.cluster: return { wildcard: true, names: NO_NAMES };
       case TYPE_URL.listener: return { wildcard: this.cdsInitDone, names: NO_NAMES };
-      case TYPE_URL.endpoint: {
-        const names = new Set<string>();
-        for (const c of this.clusters.all()) if (c.config.type === 'EDS') names.add(c.config.edsServiceName);
-        for (const w of this.warmingClusters.values()) names.add(w.cluster.config.edsServiceName);
-        return { wildcard: false, names };
-      }
+      case TYPE_URL.endpoint: return { wildcard: false, names: this.eds.names, revision: this.eds.revision };
       case TYPE_URL.route: return { wildcard: false, names: this.lds.routeNames() };
       case TYPE_URL.extension: return { wildcard: false, names: this.lds.extensionNames() };
       case TYPE_URL.secret: {
@@ -148,8 +158,8 @@ export class DynamicConfig implements XdsHandler {
     if (u.typeUrl === TYPE_URL.cluster) { this.sawCds = true; this.fetchTimers.done('cds'); }
     if (u.typeUrl === TYPE_URL.listener) { this.sawLds = true; this.fetchTimers.done('lds'); }
     switch (u.typeUrl) {
-      case TYPE_URL.cluster: this.applyClusters(u, rejections); break;
-      case TYPE_URL.endpoint: this.applyEndpoints(u, rejections); break;
+      case TYPE_URL.cluster: await this.applyClusters(u, rejections); break;
+      case TYPE_URL.endpoint: await this.applyEndpoints(u, rejections); break;
       case TYPE_URL.listener: await this.lds.applyListeners(u, rejections); break;
       case TYPE_URL.route: await this.lds.applyRoutes(u, rejections); break;
       case TYPE_URL.secret: this.applyExtra(u, this.secrets, rejections); break;
@@ -177,9 +187,12 @@ export class DynamicConfig implements XdsHandler {
 
   // ---- CDS / EDS ----
 
-  private applyClusters(u: XdsUpdate, out: XdsRejection[]): void {
+  private async applyClusters(u: XdsUpdate, out: XdsRejection[]): Promise<void> {
     const seen = new Set<string>((u.refused ?? []).map((x) => x.name));
+    const rebuilt: XdsResource[] = [];
+    const slice = new TimeSlice();
     for (const r of u.resources) {
+      if (slice.due) await slice.next();
       seen.add(r.name);
       if (this.staticClusters.has(r.name)) { this.reject(u.typeUrl, r, `cluster '${r.name}' is static and cannot be updated by CDS`, out); continue; }
       const hash = contentHash(r.json);
@@ -192,12 +205,18 @@ export class DynamicConfig implements XdsHandler {
         continue;
       }
       this.accepted(u.typeUrl, r.name);
-      this.adsSecrets.set(`cluster/${r.name}`, adsSecretNames(r.json));
-      const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, hash };
-      const cla = cluster.config.type === 'EDS' ? this.endpoints.get(cluster.config.edsServiceName) : undefined;
+      rebuilt.push(r);
+      // Only clusters that name ADS secrets get an entry: SDS interest walks this map after every response.
+      const secretNames = adsSecretNames(r.json);
+      if (secretNames.length) this.adsSecrets.set(`cluster/${r.name}`, secretNames);
+      else this.adsSecrets.delete(`cluster/${r.name}`);
+      // (A --concurrency worker serves no config_dump: it keeps the hash, not the config.)
+      const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: this.retainConfig ? r.json : NO_CONFIG, hash };
+      // An update of a live cluster takes the endpoints it has (a removed one's went with it).
+      const cla = cluster.config.type === 'EDS' ? this.eds.assignments.get(cluster.config.edsServiceName) : undefined;
       if (cla) cluster.setLoadAssignment(cla.endpoints);
-      this.warmingClusters.get(r.name)?.cluster.close();
-      this.warmingClusters.delete(r.name);
+      this.eds.track(cluster);
+      this.dropWarming(r.name);
       if (cluster.warm) this.activateCluster(r.name, tracked, cluster);
       else {
         this.warmingClusters.set(r.name, { tracked, cluster });
@@ -206,58 +225,88 @@ export class DynamicConfig implements XdsHandler {
     }
     const removed = u.full ? [...this.activeClusters.keys(), ...this.warmingClusters.keys()].filter((n) => !seen.has(n)) : u.removed;
     for (const name of removed) {
+      if (slice.due) await slice.next();
       if (this.staticClusters.has(name)) continue;
-      this.warmingClusters.get(name)?.cluster.close();
-      this.warmingClusters.delete(name);
+      const warming = this.warmingClusters.get(name)?.cluster;
+      this.dropWarming(name);
       this.adsSecrets.delete(`cluster/${name}`);
-      if (this.activeClusters.delete(name)) this.clusters.remove(name);
+      if (this.activeClusters.delete(name)) this.removeActive(name);
+      else warming?.releaseStats();
     }
+    this.lastClusterChange = { rebuilt, removed: removed.filter((n) => !this.staticClusters.has(n)) };
     this.publishClusterGauges();
   }
 
+  /** Puts a warmed cluster in place of the active one of that name. */
   private activateCluster(name: string, tracked: TrackedResource, cluster: Cluster): void {
+    const old = this.clusters.get(name);
+    this.eds.track(cluster);
     this.clusters.install(cluster);
+    if (old && old !== cluster) this.eds.forget(old);
     this.activeClusters.set(name, tracked);
   }
 
-  private applyEndpoints(u: XdsUpdate, out: XdsRejection[]): void {
+  private removeActive(name: string): void {
+    const old = this.clusters.get(name);
+    this.clusters.remove(name);
+    if (old) this.eds.forget(old);
+  }
+
+  private dropWarming(name: string): void {
+    const w = this.warmingClusters.get(name);
+    if (!w) return;
+    this.warmingClusters.delete(name);
+    w.cluster.close();
+    this.eds.forget(w.cluster);
+  }
+
+  private async applyEndpoints(u: XdsUpdate, out: XdsRejection[]): Promise<void> {
+    const slice = new TimeSlice();
     for (const r of u.resources) {
-      let endpoints: EndpointConfig[];
+      if (slice.due) await slice.next();
+      let endpoints: readonly EndpointConfig[];
       try {
-        endpoints = readLoadAssignment(new Msg(r.json, ''), 'EDS');
+        endpoints = (r as CompiledAssignment).endpoints ?? readLoadAssignment(new Msg(r.json, ''), 'EDS');
       } catch (e) {
         this.reject(u.typeUrl, r, (e as Error).message, out);
         continue;
       }
       this.accepted(u.typeUrl, r.name);
       this.fetchTimers.done(`eds/${r.name}`);
-      this.endpoints.set(r.name, { tracked: { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, hash: '' }, endpoints });
-      this.deliverEndpoints(r.name, endpoints);
+      // Not stored when no cluster uses the name (a removed cluster's, or one nobody asked for).
+      if (this.eds.store(r.name, { tracked: { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, hash: '' }, endpoints })) {
+        this.deliverEndpoints(r.name, endpoints);
+      }
     }
     for (const name of u.removed) {
-      this.endpoints.delete(name);
+      if (slice.due) await slice.next();
+      this.eds.assignments.delete(name);
       this.deliverEndpoints(name, []);
     }
     this.publishClusterGauges();
   }
 
+  /** Hands endpoints to the clusters using `serviceName`; warming ones go active. */
   private deliverEndpoints(serviceName: string, endpoints: readonly EndpointConfig[]): void {
-    for (const c of this.clusters.all()) if (c.config.type === 'EDS' && c.config.edsServiceName === serviceName) c.setLoadAssignment(endpoints);
-    for (const [name, w] of this.warmingClusters) {
-      if (w.cluster.config.edsServiceName !== serviceName) continue;
-      w.cluster.setLoadAssignment(endpoints);
+    for (const c of this.eds.usersOf(serviceName)) {
+      this.eds.delivered();
+      c.setLoadAssignment(endpoints);
+      const name = c.config.name;
+      const w = this.warmingClusters.get(name);
+      if (w?.cluster !== c) continue;
       this.warmingClusters.delete(name);
-      this.activateCluster(name, w.tracked, w.cluster);
+      this.activateCluster(name, w.tracked, c);
     }
   }
 
   /** EDS initial fetch timed out: clusters waiting for these endpoints go active without any. */
   private edsFetchTimedOut(serviceName: string): void {
-    for (const [name, w] of this.warmingClusters) {
-      if (w.cluster.config.type !== 'EDS' || w.cluster.config.edsServiceName !== serviceName) continue;
-      w.cluster.setLoadAssignment([]);
-      this.warmingClusters.delete(name);
-      this.activateCluster(name, w.tracked, w.cluster);
+    for (const c of this.eds.usersOf(serviceName)) {
+      const w = this.warmingClusters.get(c.config.name);
+      if (w?.cluster !== c) continue;
+      c.setLoadAssignment([]);
+      this.warmingClusters.delete(c.config.name);
+      this.activateCluster(c.config.name, w.tracked, c);
     }
     this.publishClusterGauges();
   }
@@ -266,6 +315,8 @@ export class DynamicConfig implements XdsHandler {
     // Read by /stats and by tests; Envoy's names.
     this.gauges?.('cluster_manager.active_clusters', this.clusters.size);
     this.gauges?.('cluster_manager.warming_clusters', this.warmingClusters.size);
+    // Not Envoy's: the ClusterLoadAssignments this thread holds (they go with their clusters).
+    this.gauges?.('skua.eds.assignments', this.eds.assignments.size);
   }
 
   /** Set by the server: publishes a gauge value / counts one event. */

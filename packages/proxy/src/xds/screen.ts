@@ -13,6 +13,7 @@ import { decodeResource } from './decode.ts';
 import { TYPE_URL, type AnyBytes } from './discovery.ts';
 import { typeForUrl } from './protos.ts';
 import { resourceName, type XdsRejection, type XdsResource } from './types.ts';
+import { TimeSlice } from '../core/time-slice.ts';
 
 type Json = Record<string, unknown>;
 
@@ -47,15 +48,18 @@ export function resourceKind(typeUrl: string): string {
 /**
  * Screens one response. `subscribed` says whether a name was asked for (undefined: a wildcard
  * subscription, every name is wanted); `full` marks SotW LDS/CDS, where absence means removal.
+ * Decoding runs in time slices (20,000 clusters take seconds): the loop also serves traffic.
  */
-export function screenResponse(
+export async function screenResponse(
   typeUrl: string, items: readonly ResponseItem[], removedNames: readonly string[],
   subscribed: ((name: string) => boolean) | undefined, opts: { readonly delta: boolean; readonly full: boolean },
-): Screened {
+): Promise<Screened> {
   const lines: XdsRejection[] = [];
   const named: XdsRejection[] = [];
   const decoded: Array<{ name: string; version: string; json: Json | undefined; error?: string }> = [];
+  const slice = new TimeSlice();
   for (const [i, it] of items.entries()) {
+    if (slice.due) await slice.next();
     const label = it.name || `resources[${i}]`;
     if (it.any.type_url !== typeUrl) {
       lines.push({ name: label, message: `type URL ${it.any.type_url || '(empty)'} does not match the message-wide type URL ${typeUrl}` });
@@ -79,6 +83,7 @@ export function screenResponse(
       }
     }
   }
+  if (slice.due) await slice.next();
   if (opts.delta) duplicatesInDelta(decoded.map((d) => d.name), removedNames, lines, named);
   if (lines.length > 0) return { resources: [], refused: [], removed: [], fatal: { lines, named } };
 
@@ -87,6 +92,7 @@ export function screenResponse(
   const copies = countNames(decoded.map((d) => d.name));
   const seen = new Set<string>();
   for (const d of decoded) {
+    if (slice.due) await slice.next();
     if (subscribed && !subscribed(d.name)) continue;
     const first = !seen.has(d.name);
     seen.add(d.name);

@@ -41,7 +41,15 @@ export interface XdsHandler {
    */
   apply(update: XdsUpdate): Promise<readonly XdsRejection[]>;
   /** The resource names to subscribe to for a type (LDS/CDS: wildcard). */
-  interest(typeUrl: string): { readonly wildcard: boolean; readonly names: ReadonlySet<string> };
+  interest(typeUrl: string): XdsInterest;
+}
+
+/** What the config layer wants of one type. */
+export interface XdsInterest {
+  readonly wildcard: boolean;
+  readonly names: ReadonlySet<string>;
+  /** When given, changes whenever `names` does: an unchanged revision spares comparing (EDS: one name per cluster). */
+  readonly revision?: number;
 }
 
 /** Types in the order Envoy (re)subscribes on a new stream: clusters before endpoints, listeners before routes. */

@@ -1,0 +1,255 @@
+/**
+ * xDS at scale (`--only xds-scale`): one push of N EDS clusters (default 20,000, `--xds-clusters`)
+ * with their ClusterLoadAssignments to a running skua-proxy, then a shrink back to one cluster.
+ * The ADS server is skua-controlplane's (SotW + Delta) running in this process; the proxy is a
+ * child process; an external probe (tools/latency-probe.ts, its own process) sends 200 req/s
+ * over 8 keep-alive connections to a static direct_response listener of the proxy, so every
+ * stall of the proxy's event loops shows up as request latency. Measured per row:
+ *   push s         the push leaving the server → the last service's route reaching its endpoint
+ *   max block ms   the probe's longest request during the push minus the idle p50 (≈ the longest
+ *                  time an event loop serving traffic was blocked, in wall time)
+ *   longest task   the longest synchronous task of any proxy thread during the push by that thread's
+ *                  CPU time (tools/loop-monitor.ts, preloaded): what a busy machine does not inflate;
+ *                  and how many tasks took over 50 ms
+ *   p99 idle/push  the probe's p99 in a 5 s idle window before the push, and during the push
+ *   RSS MB         after the push settled (1 or 2 workers), and after shrinking to one cluster (after the GC below)
+ *   heap MB        V8 heap in use after a full GC, summed over the proxy's threads (what is retained)
+ *   assignments    ClusterLoadAssignments in /config_dump?include_eds after the shrink
+ */
+import http from 'node:http';
+import path from 'node:path';
+import { writeFileSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { AdsServer } from '../../packages/controlplane/src/ads/server.ts';
+import { Snapshot } from '../../packages/controlplane/src/ads/snapshot.ts';
+import { groupOf } from '../../packages/controlplane/src/files.ts';
+import type { ResourceGroup } from '../../packages/controlplane/src/ads/resources.ts';
+import { progress } from '../lib/progress.ts';
+import { startProcess, stopProcess, type Proc } from '../lib/procs.ts';
+import { freePort, HOST, httpGet, waitForReady } from '../lib/net.ts';
+import { meshResources, svcHost } from '../lib/mesh-resources.ts';
+import { REPO_ROOT } from '../lib/targets.ts';
+import type { Column, Options, Row, ScenarioResult } from '../lib/types.ts';
+
+type Json = Record<string, unknown>;
+const HCM = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
+const ROUTER = 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router';
+const ROUTE = 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration';
+const PROBE_RPS = 200;
+const PROBE_CONNECTIONS = 8;
+const IDLE_MS = 5000;
+const PUSH_LIMIT_MS = 600_000;
+
+const COLUMNS: Column[] = [
+  { key: 'pushS', title: 'push s', digits: 1, better: 'lower' },
+  { key: 'maxBlockMs', title: 'max block ms', digits: 0, better: 'lower' },
+  { key: 'longestTaskMs', title: 'longest task CPU ms', digits: 0, better: 'lower' },
+  { key: 'tasksOver50', title: 'tasks > 50 ms CPU', digits: 0, better: 'lower' },
+  { key: 'p99IdleMs', title: 'p99 idle ms', digits: 1, better: 'lower' },
+  { key: 'p99PushMs', title: 'p99 push ms', digits: 1, better: 'lower' },
+  { key: 'probeErrors', title: 'probe errors', digits: 0, better: 'lower' },
+  { key: 'rssPushMb', title: 'RSS after push MB', digits: 0, better: 'lower' },
+  { key: 'rssShrunkMb', title: 'RSS after shrink MB', digits: 0, better: 'lower' },
+  { key: 'heapPushMb', title: 'heap after push MB (GC)', digits: 0, better: 'lower' },
+  { key: 'heapShrunkMb', title: 'heap after shrink MB (GC)', digits: 0, better: 'lower' },
+  { key: 'assignments', title: 'assignments after shrink', digits: 0, better: 'lower' },
+];
+
+const epoch = (): number => performance.timeOrigin + performance.now();
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function rssMb(pid: number): number {
+  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+function quantile(sorted: readonly number[], q: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : NaN;
+}
+
+/** The route config names only the first and the last service (the push is about CDS/EDS). */
+function resources(n: number, port: number, backendPort: number): Json[] {
+  const mesh = meshResources(n, port, backendPort);
+  const vhost = (i: number): Json => ({ name: svcHost(i), domains: [svcHost(i)], routes: [{ match: { prefix: '/' }, route: { cluster: (mesh.clusters[i] as Json).name } }] });
+  const route = { '@type': ROUTE, name: '9080', virtual_hosts: [...new Set([0, n - 1])].map(vhost) };
+  return [...mesh.clusters, ...mesh.endpoints, route, mesh.listeners.at(-1)!];
+}
+
+function bootstrap(adminPort: number, probePort: number, adsPort: number, delta: boolean): Json {
+  return {
+    node: { id: 'sidecar~127.0.0.1~bench.bench~bench.svc.cluster.local', cluster: 'bench' },
+    admin: { address: { socket_address: { address: HOST, port_value: adminPort } } },
+    dynamic_resources: {
+      ads_config: { api_type: delta ? 'DELTA_GRPC' : 'GRPC', set_node_on_first_message_only: true, grpc_services: [{ envoy_grpc: { cluster_name: 'xds-grpc' } }] },
+      lds_config: { ads: {}, initial_fetch_timeout: '0s' }, cds_config: { ads: {}, initial_fetch_timeout: '0s' },
+    },
+    static_resources: {
+      listeners: [{ name: 'probe', address: { socket_address: { address: HOST, port_value: probePort } }, filter_chains: [{ filters: [{
+        name: 'envoy.filters.network.http_connection_manager', typed_config: { '@type': HCM, stat_prefix: 'probe',
+          route_config: { virtual_hosts: [{ name: 'probe', domains: ['*'], routes: [{ match: { prefix: '/' }, direct_response: { status: 200, body: { inline_string: 'ok' } } }] }] },
+          http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': ROUTER } }] },
+      }] }] }],
+      clusters: [{ name: 'xds-grpc', type: 'STATIC', connect_timeout: '1s', http2_protocol_options: {},
+        load_assignment: { cluster_name: 'xds-grpc', endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: HOST, port_value: adsPort } } } }] }] } }],
+    },
+  };
+}
+
+function answers(port: number, host: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: HOST, port, path: '/', agent: false, timeout: 2000, headers: { host } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', () => resolve(0));
+    req.on('timeout', () => req.destroy());
+  });
+}
+
+async function until(what: string, check: () => Promise<boolean>, limitMs: number, everyMs = 50): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+async function statValue(adminPort: number, name: string): Promise<number> {
+  // (A build that blocks its loop for minutes answers late: wait as long as a push may take.)
+  const r = await httpGet(adminPort, `/stats?format=json&filter=${encodeURIComponent(`^${name.replaceAll('.', '\\.')}$`)}`, PUSH_LIMIT_MS);
+  const s = (JSON.parse(r.body) as { stats: Array<{ name: string; value: number }> }).stats.find((x) => x.name === name);
+  return s?.value ?? NaN;
+}
+
+/** Dynamic active clusters in the main thread's /config_dump. */
+async function activeClusters(adminPort: number): Promise<number> {
+  const r = await httpGet(adminPort, '/config_dump?resource=dynamic_active_clusters', PUSH_LIMIT_MS);
+  return (JSON.parse(r.body) as { configs: unknown[] }).configs.length;
+}
+
+async function edsAssignments(adminPort: number): Promise<number> {
+  const r = await httpGet(adminPort, '/config_dump?include_eds', 60_000);
+  const dump = JSON.parse(r.body) as { configs: Json[] };
+  const eds = dump.configs.find((c) => String(c['@type']).endsWith('EndpointsConfigDump'));
+  return ((eds?.dynamic_endpoint_configs as unknown[] | undefined) ?? []).length;
+}
+
+/** Tasks (thread CPU ms) the loop monitor saw in each thread of `pid` that ended within [from, to]: all sorted, and each thread's longest. */
+function tasksIn(dir: string, pid: number, from: number, to: number): { all: number[]; longest: string } {
+  const all: number[] = [];
+  const longest: string[] = [];
+  for (const f of readdirSync(dir).sort()) {
+    if (!f.startsWith(`loop-${pid}-`)) continue;
+    const mine = (JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as Array<[number, number, number]>).filter(([end]) => end >= from && end <= to).map(([, cpu]) => cpu);
+    all.push(...mine);
+    longest.push(`thread ${f.slice(`loop-${pid}-`.length, -'.json'.length)}: ${Math.max(0, ...mine).toFixed(0)} ms`);
+  }
+  return { all: all.sort((a, b) => a - b), longest: longest.join(', ') };
+}
+
+/** V8 heap in use after a full GC in every thread of the proxy (tools/loop-monitor.ts), in MB. */
+async function retainedHeapMb(dir: string, pid: number, threads: number, token: string): Promise<number> {
+  writeFileSync(path.join(dir, `gc-${pid}`), token);
+  const prefix = `heap-${pid}-`;
+  await until(`a heap reading from ${threads} threads`, async () => readdirSync(dir).filter((f) => f.startsWith(prefix) && f.endsWith(`-${token}`)).length >= threads, 30_000, 200);
+  let bytes = 0;
+  for (const f of readdirSync(dir)) if (f.startsWith(prefix) && f.endsWith(`-${token}`)) bytes += Number(readFileSync(path.join(dir, f), 'utf8'));
+  return bytes / 2 ** 20;
+}
+
+interface Flavour { readonly delta: boolean; readonly workers: number }
+
+async function runOne(f: Flavour, n: number, skuaMain: string, dir: string, small: ResourceGroup, big: ResourceGroup,
+  snapshot: Snapshot, adsPort: number, listenerPort: number): Promise<Row> {
+  const label = `skua-proxy, ${n.toLocaleString('en-US')} EDS clusters, ${f.delta ? 'Delta' : 'SotW'}, ${f.workers} worker${f.workers > 1 ? 's' : ''}`;
+  snapshot.set([small]);
+  const adminPort = await freePort(), probePort = await freePort();
+  const file = path.join(dir, `xds-scale-${f.delta ? 'delta' : 'sotw'}-${f.workers}.json`);
+  writeFileSync(file, JSON.stringify(bootstrap(adminPort, probePort, adsPort, f.delta)));
+  const monitorDir = path.join(dir, `loop-${f.delta ? 'delta' : 'sotw'}-${f.workers}`);
+  mkdirSync(monitorDir, { recursive: true });
+  const proxy = startProcess('skua-proxy', process.execPath, ['--expose-gc', '--import', path.join(REPO_ROOT, 'bench/tools/loop-monitor.ts'), path.resolve(REPO_ROOT, skuaMain),
+    '-c', file, '-l', 'warn', '--concurrency', String(f.workers)], { cwd: REPO_ROOT, env: { LOOP_MONITOR_DIR: monitorDir } });
+  let probe: Proc | undefined;
+  try {
+    await waitForReady(adminPort, proxy, 60_000);
+    const first = svcHost(0), last = svcHost(n - 1);
+    await until(`${first} to answer`, async () => (await answers(listenerPort, first)) === 200, 30_000);
+    probe = startProcess('latency-probe', process.execPath, [path.join(REPO_ROOT, 'bench/tools/latency-probe.ts'), String(probePort), String(PROBE_RPS), String(PROBE_CONNECTIONS), '3600'], { fullStdout: true });
+    const idleFrom = epoch();
+    await sleep(IDLE_MS);
+    const pushFrom = epoch();
+    snapshot.set([big]);
+    await until(`${last} to answer after the push`, async () => (await answers(listenerPort, last)) === 200, PUSH_LIMIT_MS);
+    const pushTo = epoch();
+    progress('xds-scale', `${label}: pushed in ${((pushTo - pushFrom) / 1000).toFixed(1)} s`);
+    await sleep(3000);
+    const tasks = tasksIn(monitorDir, proxy.pid, pushFrom, pushTo + 500);
+    const rssPushMb = rssMb(proxy.pid);
+    const active = await activeClusters(adminPort);
+    await stopProcess(probe, 10_000);
+    const heapPushMb = await retainedHeapMb(monitorDir, proxy.pid, f.workers, 'push');
+    const samples = JSON.parse(probe.stdout.trim().split('\n').at(-1) || '[]') as Array<[number, number, number]>;
+    probe = undefined;
+    snapshot.set([small]);
+    await until(`${last} to go away after the shrink`, async () => (await answers(listenerPort, last)) !== 200, PUSH_LIMIT_MS);
+    // The main thread's config_dump, not /stats: with workers, a /stats read snapshots every thread's
+    // whole store (1.7 million stats at 20,000 clusters), which would be what RSS measures.
+    await until('one dynamic cluster left on the main thread', async () => (await activeClusters(adminPort)) <= 1, PUSH_LIMIT_MS, 1000);
+    // Workers follow; V8 gets idle time (both builds get the same). The gauge sums threads: one dynamic and one static each.
+    await sleep(10_000);
+    const activeAfterShrink = await statValue(adminPort, 'cluster_manager.active_clusters');
+    if (activeAfterShrink > 2 * f.workers) throw new Error(`${activeAfterShrink} clusters active over ${f.workers} threads after the shrink`);
+    const heapShrunkMb = await retainedHeapMb(monitorDir, proxy.pid, f.workers, 'shrunk');
+    await sleep(2000);
+    const rssShrunkMb = rssMb(proxy.pid);
+    const assignments = await edsAssignments(adminPort);
+    const idle = samples.filter(([due]) => due >= idleFrom && due < pushFrom).map(([, ms]) => ms).sort((a, b) => a - b);
+    const push = samples.filter(([due]) => due >= pushFrom && due < pushTo);
+    const pushMs = push.map(([, ms]) => ms).sort((a, b) => a - b);
+    const metrics = {
+      pushS: (pushTo - pushFrom) / 1000, maxBlockMs: Math.max(0, (pushMs.at(-1) ?? NaN) - quantile(idle, 0.5)),
+      longestTaskMs: tasks.all.at(-1) ?? 0, tasksOver50: tasks.all.filter((t) => t > 50).length,
+      p99IdleMs: quantile(idle, 0.99), p99PushMs: quantile(pushMs, 0.99), probeErrors: push.filter(([, , s]) => s !== 200).length,
+      rssPushMb, rssShrunkMb, heapPushMb, heapShrunkMb, assignments, activeClustersAfterPush: active,
+    };
+    progress('xds-scale', `${label}: max block ${metrics.maxBlockMs.toFixed(0)} ms, longest task ${metrics.longestTaskMs.toFixed(0)} ms CPU (${tasks.longest}), p99 ${metrics.p99IdleMs.toFixed(1)} → ${metrics.p99PushMs.toFixed(1)} ms, RSS ${rssPushMb.toFixed(0)} → ${rssShrunkMb.toFixed(0)} MB, ${assignments} assignments left`);
+    return { target: 'skua', label, metrics, samples: pushMs };
+  } catch (e) {
+    return { target: 'skua', label, metrics: {}, error: `${(e as Error).message}\n${proxy.stderr.slice(-2000)}` };
+  } finally {
+    if (probe) await stopProcess(probe);
+    await stopProcess(proxy);
+  }
+}
+
+export async function runXdsScale(opts: Options, tmpDir: string): Promise<ScenarioResult> {
+  const startedAt = new Date().toISOString();
+  const t0 = performance.now();
+  const n = opts.xdsClusters;
+  const dir = path.join(tmpDir, 'xds-scale');
+  mkdirSync(dir, { recursive: true });
+  const backend = http.createServer((_req, res) => res.end('a'));
+  const backendPort = await new Promise<number>((r) => backend.listen(0, HOST, () => r((backend.address() as { port: number }).port)));
+  const listenerPort = await freePort();
+  const small = groupOf('small', resources(1, listenerPort, backendPort));
+  const tb = performance.now();
+  const big = groupOf('big', resources(n, listenerPort, backendPort));
+  progress('xds-scale', `${n} clusters + assignments encoded in ${((performance.now() - tb) / 1000).toFixed(1)} s`);
+  const snapshot = new Snapshot();
+  const ads = new AdsServer(snapshot);
+  const adsPort = await ads.listen(`${HOST}:0`);
+  const rows: Row[] = [];
+  try {
+    for (const f of [{ delta: true, workers: 1 }, { delta: true, workers: 2 }, { delta: false, workers: 1 }]) {
+      rows.push(await runOne(f, n, opts.skuaMain, dir, small, big, snapshot, adsPort, listenerPort));
+    }
+  } finally {
+    await ads.close();
+    backend.close();
+  }
+  return {
+    scenario: 'xds-scale', title: `xDS at scale: ${n.toLocaleString('en-US')} EDS clusters pushed to a live proxy, then shrunk to one`,
+    startedAt, seconds: (performance.now() - t0) / 1000, primary: 'maxBlockMs', columns: COLUMNS, rows,
+    settings: { clusters: n, probeRps: PROBE_RPS, probeConnections: PROBE_CONNECTIONS, idleMs: IDLE_MS, skua: opts.skuaMain },
+  };
+}

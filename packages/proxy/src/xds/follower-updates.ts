@@ -1,0 +1,44 @@
+/**
+ * What the main thread sends --concurrency workers after it applied a CDS or EDS update: only what
+ * changed, compiled where the result can cross threads, in chunks so that no postMessage (a
+ * structured clone on the main thread, which also serves traffic) takes long.
+ * - CDS: the clusters rebuilt and the names removed, never a whole SotW state again. Workers build
+ *   their own Cluster objects: pools, sockets and TLS contexts (bound to the thread's secrets)
+ *   cannot be cloned, so the JSON crosses and each thread compiles it.
+ * - EDS: the compiled endpoints of each assignment the main thread kept (plain data; a worker does
+ *   not parse or validate it again), none for names no cluster uses.
+ */
+import type { DynamicConfig, CompiledAssignment } from './dynamic-config.ts';
+import { TYPE_URL } from './discovery.ts';
+import type { XdsResource, XdsUpdate } from './types.ts';
+
+/** Resources per message: a few milliseconds of cloning on each side. */
+export const FOLLOWER_CHUNK = 200;
+const NO_JSON: Readonly<Record<string, unknown>> = Object.freeze({});
+
+/** The CDS / EDS update `u` as workers should apply it, in chunks (at least one: it also marks the type seen). */
+export function followerUpdates(u: XdsUpdate, dynamic: DynamicConfig): XdsUpdate[] {
+  if (u.typeUrl === TYPE_URL.cluster) {
+    const change = dynamic.lastClusterChange;
+    return chunked(u, change.rebuilt, change.removed);
+  }
+  const compiled: CompiledAssignment[] = [];
+  for (const r of u.resources) {
+    const a = dynamic.eds.assignments.get(r.name);
+    // Kept by the main thread from this very resource: send what it compiled.
+    if (a && a.tracked.json === r.json) compiled.push({ name: r.name, version: r.version, json: NO_JSON, endpoints: a.endpoints });
+  }
+  return chunked(u, compiled, u.removed);
+}
+
+function chunked(u: XdsUpdate, resources: readonly XdsResource[], removed: readonly string[]): XdsUpdate[] {
+  const out: XdsUpdate[] = [];
+  for (let i = 0; i < resources.length; i += FOLLOWER_CHUNK) {
+    out.push({ typeUrl: u.typeUrl, version: u.version, resources: resources.slice(i, i + FOLLOWER_CHUNK), removed: [], full: false });
+  }
+  for (let i = 0; i < removed.length; i += FOLLOWER_CHUNK) {
+    out.push({ typeUrl: u.typeUrl, version: u.version, resources: [], removed: removed.slice(i, i + FOLLOWER_CHUNK), full: false });
+  }
+  if (out.length === 0) out.push({ typeUrl: u.typeUrl, version: u.version, resources: [], removed: [], full: false });
+  return out;
+}
