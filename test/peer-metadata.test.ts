@@ -2,7 +2,7 @@
 // istio.workload.BootstrapExtension subscribes to istio.workload.Workload over Delta ADS (a real
 // gRPC ADS server); an io.istio.http.peer_metadata filter looks the downstream peer up by the
 // client's source IP and the upstream peer by the backend's IP, and istio.stats (reporter waypoint)
-// labels istio_requests_total with both. A workload the control plane removes stops being known.
+// labels istio_requests_total with both, on each of two worker threads. A workload the control plane removes stops being known.
 // A second listener discovers the peer from `baggage` / exchange headers and propagates ours upstream.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -78,7 +78,7 @@ describe('peer_metadata with workload discovery from the bootstrap extension (re
         listener(ports('bag'), [chain(hcm('bag', [peerMetadata({ downstream_discovery: [{ istio_headers: {} }, { baggage: {} }], upstream_propagation: [{ istio_headers: {} }, { baggage: {} }] })]))]),
       ];
       return b;
-    }, { ports: ['wds', 'bag'] });
+    }, { ports: ['wds', 'bag'], args: ['--concurrency', '2'] });
     await ads.waitFor(() => ads.streams.some((s) => s.subscribed.has(WORKLOAD)), 'a Workload subscription');
   });
   after(() => cleanup(() => proxy?.stop(), () => ads?.close(), () => backend?.close()));
@@ -96,20 +96,25 @@ describe('peer_metadata with workload discovery from the bootstrap extension (re
     assert.equal(r.echo.backend, 'httpbin');
     // downstream_propagation baggage: our own workload goes back to the client.
     assert.equal(r.headers.baggage, 'k8s.cluster.name=Kubernetes,k8s.namespace.name=default,k8s.deployment.name=waypoint,service.name=waypoint');
+    // Two workers (--concurrency 2) share the connections: every one of them knows both workloads.
+    const sleepBefore = series(await scrape(), { reporter: 'waypoint', source_workload: 'sleep' });
+    for (let i = 0; i < 8; i++) await get(proxy.ports.wds, '127.0.0.2');
+    assert.equal(series(await scrape(), { reporter: 'waypoint', source_workload: 'sleep' }), sleepBefore + 8);
     const text = await scrape();
     assert.ok(series(text, { reporter: 'waypoint', source_workload: 'sleep', source_canonical_service: 'sleep', source_canonical_revision: 'v1', source_cluster: 'Kubernetes',
       destination_workload: 'httpbin', destination_canonical_service: 'httpbin', destination_canonical_revision: 'v2', response_code: '200' }) >= 1, text);
   });
 
   test('an unknown source IP stays unknown; a removed workload is forgotten', async () => {
+    const unknownBefore = series(await scrape(), { reporter: 'waypoint', source_workload: 'unknown', destination_workload: 'httpbin' });
     await get(proxy.ports.wds, '127.0.0.4');
-    assert.equal(series(await scrape(), { reporter: 'waypoint', source_workload: 'unknown', destination_workload: 'httpbin' }), 1);
+    assert.equal(series(await scrape(), { reporter: 'waypoint', source_workload: 'unknown', destination_workload: 'httpbin' }), unknownBefore + 1);
     const stream = ads.streams.find((s) => s.open && s.subscribed.has(WORKLOAD))!;
     const nonce = stream.sendDelta({ type_url: WORKLOAD, resources: [], removed_resources: ['Kubernetes//Pod/default/sleep-7d4f'] });
     assert.equal((await stream.reply(nonce)).error_detail, undefined, 'the removal is ACKed');
     await ads.waitFor(async () => {
       await get(proxy.ports.wds, '127.0.0.2');
-      return series(await scrape(), { reporter: 'waypoint', source_workload: 'unknown', destination_workload: 'httpbin' }) >= 2;
+      return series(await scrape(), { reporter: 'waypoint', source_workload: 'unknown', destination_workload: 'httpbin' }) >= unknownBefore + 2;
     }, 'the sleep workload removed');
   });
 
