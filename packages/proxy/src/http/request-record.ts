@@ -3,6 +3,7 @@ import type { ResponseFlag } from './response-flags.ts';
 import type { LogEntry } from '../telemetry/log-entry.ts';
 import type { ConnInfo } from '../listener/conn-info.ts';
 import type { Host } from '../upstream/host.ts';
+import type { BodyEncoder } from './body-encoder.ts';
 import { wallClockMs } from '../core/clock.ts';
 
 /** One request's outcome: the single source for stats and access logs. */
@@ -38,6 +39,8 @@ export class RequestRecord implements LogEntry {
   localReplyBody: string | undefined;
   /** Envoy's dynamic metadata: filter namespace → fields, made on first use (RBAC, jwt_authn). */
   metadata: Map<string, Record<string, unknown>> | undefined;
+  /** Set by an encoder filter (the compressor) from encodeHeaders: the response body goes through it. */
+  bodyEncoder: BodyEncoder | undefined = undefined;
   /** Set when the HCM has HTTP filters: response headers pass through them. */
   filters: { encodeHeaders(status: number, headers: Record<string, string | string[] | undefined>): void } | undefined;
 

@@ -98,7 +98,7 @@ export class UpstreamRequest {
     const { p } = this;
     if (p.timeoutMs > 0) this.globalTimer = setTimeout(globalTimeout, p.timeoutMs, this);
     if (p.idleTimeoutMs > 0) this.idleTimer = setInterval(idleCheck, p.idleTimeoutMs, this);
-    p.ex.watch(() => this.attempt?.resume(), () => this.downstreamClosed());
+    p.ex.watch(() => { p.rec.bodyEncoder?.drained(); this.attempt?.resume(); }, () => this.downstreamClosed());
     this.send(p.host);
   }
 
@@ -216,19 +216,28 @@ export class UpstreamRequest {
     rec.filters?.encodeHeaders(status, h);
     rec.responseHeaders = h;
     p.ex.respond(status, h as OutgoingHttpHeaders, endStream);
+    if (rec.bodyEncoder !== undefined) {
+      if (endStream) rec.bodyEncoder = undefined;
+      else rec.bodyEncoder.start(p.ex, rec, () => this.resume());
+    }
     if (this.attempts > 1 && status < 500) this.stats.success.inc();
   }
 
   onData(chunk: Buffer): boolean {
     this.activity++;
-    this.p.rec.bytesSent += chunk.length;
-    this.p.rec.dataTap?.response(chunk);
+    const rec = this.p.rec;
+    rec.dataTap?.response(chunk);
+    // An encoder (compressor) counts the bytes it sends.
+    if (rec.bodyEncoder !== undefined) return rec.bodyEncoder.write(chunk);
+    rec.bytesSent += chunk.length;
     return this.p.ex.write(chunk);
   }
 
   onEnd(trailers: Headers | undefined): void {
     if (this.done) return;
     this.p.rec.responseTrailers = trailers;
+    const enc = this.p.rec.bodyEncoder;
+    if (enc !== undefined) { enc.end(trailers, () => this.finish()); return; }
     this.p.ex.end(trailers);
     this.finish();
   }
