@@ -30,6 +30,7 @@ const WHITE_BOX: ReadonlyMap<string, string> = new Map([
   ['test/pod-mesh.test.ts', "compares against Istio's label sets as the stats filter defines them"],
   ['test/ext-authz.test.ts', 'loads the ext_authz protos for its test server'],
   ['test/pod-dns.test.ts', "runs the agent's DNS proxy parts in a network namespace"],
+  ['test/xds-eds-work.test.ts', 'counts the EDS work (cluster walks, deliveries) of an in-process server'],
 ]);
 
 const SKIP_DIRS = new Set(['node_modules', '.git', 'results', 'corpus', 'regressions', 'dict']);
