@@ -35,8 +35,8 @@ export function compileBootstrapExtensions(list: Msg[]): BootstrapExtensions {
       const m = typed.msg!;
       m.onlyFields(typed.wrapper ? ['config_source'] : ['@type', 'config_source']);
       const source = m.requiredMsg('config_source');
-      source.onlyFields(['ads', 'resource_api_version', 'initial_fetch_timeout']);
       if (!source.has('ads')) throw source.error('', 'only `ads: {}` config sources are supported for workload discovery');
+      source.onlyFields(['ads', 'resource_api_version', 'initial_fetch_timeout']);
       if (workloadDiscovery) throw ext.error('typed_config', 'the workload discovery extension is given twice');
       workloadDiscovery = { path: ext.field('typed_config') };
       continue;

@@ -59,7 +59,7 @@ export const SUBSCRIBE_ORDER: readonly string[] = [TYPE_URL.cluster, TYPE_URL.en
 export const NAME_TABLE_RESOURCE = 'name-table';
 
 /** Types whose SotW responses carry the whole state (absent = removed). */
-export const SOTW_FULL_STATE: ReadonlySet<string> = new Set([TYPE_URL.listener, TYPE_URL.cluster]);
+export const SOTW_FULL_STATE: ReadonlySet<string> = new Set([TYPE_URL.listener, TYPE_URL.cluster, TYPE_URL.workload]);
 
 /** Types served over Delta ADS only (ztunnel's WDS). */
 export const DELTA_ONLY: ReadonlySet<string> = new Set([TYPE_URL.address, TYPE_URL.authorization]);
