@@ -78,7 +78,7 @@ describe('peer_metadata with workload discovery from the bootstrap extension (re
         listener(ports('bag'), [chain(hcm('bag', [peerMetadata({ downstream_discovery: [{ istio_headers: {} }, { baggage: {} }], upstream_propagation: [{ istio_headers: {} }, { baggage: {} }] })]))]),
       ];
       return b;
-    }, { ports: ['wds', 'bag'], args: ['--concurrency', '2'] });
+    }, { ports: ['wds', 'bag'], args: ['--concurrency', '2'], readyTimeoutMs: 30_000 });
     await ads.waitFor(() => ads.streams.some((s) => s.subscribed.has(WORKLOAD)), 'a Workload subscription');
   });
   after(() => cleanup(() => proxy?.stop(), () => ads?.close(), () => backend?.close()));
