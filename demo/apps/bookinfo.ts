@@ -107,7 +107,8 @@ const server = createServer((req, res) => {
       // httpbin: echo what arrived.
       let n = 0;
       req.on('data', (c: Buffer) => { n += c.length; });
-      req.on('end', () => json(res, 200, { method: req.method, path, bytes: n, peer: req.headers['x-forwarded-client-cert'] }));
+      // remote: who connected (127.0.0.6 when a sidecar delivered it, as Istio's inbound does).
+      req.on('end', () => json(res, 200, { method: req.method, path, bytes: n, peer: req.headers['x-forwarded-client-cert'], remote: req.socket.remoteAddress }));
     }
   }
 });

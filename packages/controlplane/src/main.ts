@@ -2,99 +2,109 @@
  * skua-controlplane: serves xDS (SotW and Delta ADS) and WDS (Delta) from Istio YAML (`--istio DIR`),
  * a directory of resource files and/or a compact mesh description, pushing what changed when the
  * files change, and optionally the CA (istiod's IstioCertificateService, TLS) for workload certificates.
- *   skua-controlplane [--istio DIR] [--config-dir DIR] [--mesh FILE] [--xds-address 127.0.0.1:15010]
- *                     [--ca-address 127.0.0.1:15012 --state-dir DIR [--cacerts DIR] [--trust-domain cluster.local]]
- *   skua-controlplane validate FILE|DIR...
- *   skua-controlplane apply|delete --istio DIR [-n NS] FILE...   (kubectl apply/delete into the watched directory)
- *   skua-controlplane token --state-dir DIR --namespace NS --service-account SA [--ttl 1h]
+ * Subcommands: validate, apply/delete, token, compose-kube (see cli-help.ts, or --help).
  */
+import { existsSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { runCaCli } from './ca/cli.ts';
-import { CertificateAuthority } from './ca/authority.ts';
-import { startCaServer } from './ca/server.ts';
-import { TokenAuthority } from './ca/token.ts';
-import { Snapshot } from './ads/snapshot.ts';
-import { AdsServer } from './ads/server.ts';
-import type { ResourceGroup } from './ads/resources.ts';
-import { FileSource } from './files.ts';
-import { MeshSource } from './mesh/source.ts';
-import { IstioSource } from './istio/source.ts';
-import { runValidate } from './istio/validate-cli.ts';
-import { runApply } from './istio/apply.ts';
+import { applyLogFlags, logger, ISTIO_JSON_LOG_FORMAT, explainError } from '@skua/proxy/core';
+import { APPLY_HELP, CONTROLPLANE_LOG_FORMAT, HELP, TOKEN_HELP, USAGE } from './cli-help.ts';
 
-if (process.argv[2] === 'token') process.exit(await runCaCli(process.argv.slice(2)));
-if (process.argv[2] === 'validate') { process.exitCode = runValidate(process.argv.slice(3)); process.exit(); }
-if (process.argv[2] === 'apply' || process.argv[2] === 'delete') process.exit(runApply(process.argv[2], process.argv.slice(3)));
-const { values } = parseArgs({
-  options: {
-    'config-dir': { type: 'string' },
-    mesh: { type: 'string' },
-    istio: { type: 'string' },
-    'xds-address': { type: 'string', default: '127.0.0.1:15010' },
-    'ca-address': { type: 'string' },
-    'state-dir': { type: 'string' },
-    cacerts: { type: 'string' },
-    'trust-domain': { type: 'string', default: 'cluster.local' },
-  },
-});
-const dir = values['config-dir'];
-const meshFile = values.mesh;
-const istioDir = values.istio;
-if (!dir && !meshFile && !istioDir) {
-  process.stderr.write('usage: skua-controlplane [--istio DIR] [--config-dir DIR] [--mesh FILE] [--xds-address HOST:PORT] [--ca-address HOST:PORT --state-dir DIR]\n'
-    + '       skua-controlplane validate FILE|DIR...\n       skua-controlplane apply|delete --istio DIR [-n NS] FILE...\n       skua-controlplane token --state-dir DIR --namespace NS --service-account SA\n');
-  process.exit(2);
+const log = logger('main');
+// grpc-js would print its own copy of a bind failure; the error reaches the user once, explained.
+process.env.GRPC_VERBOSITY ??= 'NONE';
+
+function fail(message: string, hint = '(skua-controlplane --help lists every flag)'): number {
+  process.stderr.write(`skua-controlplane: ${message}\n${hint ? `${hint}\n` : ''}`);
+  return 2;
 }
-const log = (line: string): void => { process.stderr.write(`${new Date().toISOString()} ${line}\n`); };
-const snapshot = new Snapshot();
-const files = dir ? new FileSource(dir) : undefined;
-const mesh = meshFile ? new MeshSource(meshFile) : undefined;
-const istio = istioDir ? new IstioSource(istioDir) : undefined;
-let fileGroups: ResourceGroup[] = [];
-let meshGroups: ResourceGroup[] = [];
-let istioGroups: ResourceGroup[] = [];
-let istioReported = '';
-const report = (problems: readonly { file: string; message: string }[]): void => {
-  for (const p of problems) log(`config: ${p.file}: ${p.message} (its last good content keeps serving)`);
-};
-// Translated groups come last: a translated resource wins over a same-named one from the directory.
-const publish = (): void => { snapshot.set([...fileGroups, ...istioGroups, ...meshGroups]); };
-/** Logs the Istio problems when they changed (each edit re-reports what is still wrong). */
-const reportIstio = (): void => {
-  const lines = istio!.report();
-  const text = lines.join('\n');
-  if (text === istioReported) return;
-  istioReported = text;
-  for (const l of lines) log(`istio: ${l}`);
-};
-if (files) { fileGroups = files.scan(); report(files.problems); }
-if (mesh) { meshGroups = mesh.load(); if (mesh.problem) report([{ file: meshFile!, message: mesh.problem }]); }
-if (istio) { istioGroups = istio.load(); reportIstio(); }
-publish();
-istio?.watch((groups) => {
-  istioGroups = groups;
-  reportIstio();
-  publish();
-  log(`config: istio ${istioDir!} ${istio.failure ? 'kept' : 'applied'}, ${snapshot.resourceCount} resources`);
-});
-files?.watch((groups, problems) => { report(problems); fileGroups = groups; publish(); log(`config: ${snapshot.resourceCount} resources`); });
-mesh?.watch((groups, problem) => {
-  if (problem) report([{ file: meshFile!, message: problem }]);
-  meshGroups = groups;
-  publish();
-  log(`config: mesh ${meshFile!} ${problem ? 'kept' : 'applied'}, ${snapshot.resourceCount} resources`);
-});
-const server = new AdsServer(snapshot, log);
-const port = await server.listen(values['xds-address']!);
-const sources = [istioDir ? `istio ${istioDir}` : '', dir ? `from ${dir}` : '', meshFile ? `mesh ${meshFile}` : ''].filter(Boolean).join(', ');
-log(`skua-controlplane: ADS on ${values['xds-address']!.replace(/:\d+$/, '')}:${port}, ${snapshot.resourceCount} resources ${sources}`);
-let closeCa = async (): Promise<void> => {};
-if (values['ca-address']) {
-  const ca = await CertificateAuthority.create({ trustDomain: values['trust-domain'], stateDir: values['state-dir'], cacertsDir: values.cacerts });
-  const caServer = await startCaServer({ ca, tokens: TokenAuthority.create(values['state-dir']), listen: values['ca-address'] });
-  closeCa = () => caServer.close();
-  log(`skua-controlplane: CA for ${ca.trustDomain} on ${values['ca-address'].replace(/:\d+$/, '')}:${caServer.port}`);
+
+async function subcommand(name: string, argv: string[]): Promise<number | undefined> {
+  const help = argv.includes('--help') || argv.includes('-h');
+  switch (name) {
+    case 'token': {
+      if (help) { process.stdout.write(`${TOKEN_HELP}\n`); return 0; }
+      const { runCaCli } = await import('./ca/cli.ts');
+      return runCaCli(['token', ...argv]);
+    }
+    case 'validate': {
+      const { runValidate, VALIDATE_USAGE } = await import('./istio/validate-cli.ts');
+      if (help) { process.stdout.write(`${VALIDATE_USAGE}\n\nChecks Istio YAML without serving (Istio's schema and webhook rules, then istioctl analyze's\nreference checks): one line per problem, exit 0 when there is no error, 1 otherwise.\n  --errors-only   leave out warnings\n`); return 0; }
+      return runValidate(argv);
+    }
+    case 'apply':
+    case 'delete': {
+      if (help) { process.stdout.write(`${APPLY_HELP}\n`); return 0; }
+      const { runApply } = await import('./istio/apply.ts');
+      return runApply(name, argv);
+    }
+    case 'compose-kube': {
+      const { runComposeKube } = await import('./compose/kube-standin.ts');
+      return runComposeKube(argv);
+    }
+    case 'help': process.stdout.write(`${HELP}\n`); return 0;
+  }
+  return undefined;
 }
-const stop = (): void => { files?.close(); mesh?.close(); istio?.close(); void Promise.all([server.close(), closeCa()]).then(() => process.exit(0)); };
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+
+function dirArg(flag: string, dir: string | undefined): string | undefined {
+  if (dir === undefined) return undefined;
+  const st = statSync(dir, { throwIfNoEntry: false });
+  if (!st) return `${flag} ${dir}: no such directory; create it or check the path`;
+  if (!st.isDirectory()) return `${flag} ${dir}: not a directory`;
+  return undefined;
+}
+
+async function serve(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv, strict: true,
+      options: {
+        'config-dir': { type: 'string' }, mesh: { type: 'string' }, istio: { type: 'string' },
+        'xds-address': { type: 'string', default: '127.0.0.1:15010' }, 'ca-address': { type: 'string' },
+        'state-dir': { type: 'string' }, cacerts: { type: 'string' }, 'trust-domain': { type: 'string', default: 'cluster.local' },
+        'log-level': { type: 'string', short: 'l', default: 'info' }, 'log-format': { type: 'string' },
+        log_as_json: { type: 'boolean' }, 'log-as-json': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (err) {
+    return fail((err as Error).message);
+  }
+  if (values.help) { process.stdout.write(`${HELP}\n`); return 0; }
+  const logError = applyLogFlags({ logLevel: values['log-level']!, logFormat: values.log_as_json || values['log-as-json'] ? ISTIO_JSON_LOG_FORMAT : values['log-format'] ?? CONTROLPLANE_LOG_FORMAT });
+  if (logError) return fail(logError);
+  const dir = values['config-dir'];
+  const meshFile = values.mesh;
+  const istioDir = values.istio;
+  if (!dir && !meshFile && !istioDir) return fail('nothing to serve: give --istio DIR, --config-dir DIR or --mesh FILE', USAGE);
+  const bad = dirArg('--istio', istioDir) ?? dirArg('--config-dir', dir) ?? dirArg('--cacerts', values.cacerts)
+    ?? (meshFile && !existsSync(meshFile) ? `--mesh ${meshFile}: no such file; check the path` : undefined);
+  if (bad) return fail(bad, '');
+  const { startServing } = await import('./serve.ts');
+  try {
+    await startServing({
+      dir, meshFile, istioDir, xdsAddress: values['xds-address']!, caAddress: values['ca-address'],
+      stateDir: values['state-dir'], cacerts: values.cacerts, trustDomain: values['trust-domain']!,
+    });
+  } catch (err) {
+    process.stderr.write(`skua-controlplane: ${explainError(err)}\n`);
+    if (log.debugOn) process.stderr.write(`${(err as Error).stack}\n`);
+    return 1;
+  }
+  return -1;
+}
+
+async function main(argv: string[]): Promise<number> {
+  if (argv[0] && !argv[0].startsWith('-')) {
+    const code = await subcommand(argv[0], argv.slice(1));
+    if (code !== undefined) return code;
+    return fail(`unknown command "${argv[0]}"`, USAGE);
+  }
+  return serve(argv);
+}
+
+main(process.argv.slice(2)).then((code) => { if (code >= 0) process.exit(code); }, (err: Error) => {
+  process.stderr.write(`skua-controlplane: ${explainError(err)}\n`);
+  if (log.debugOn) process.stderr.write(`${err?.stack ?? ''}\n`);
+  process.exit(1);
+});

@@ -1,6 +1,7 @@
-import { parseProxyArgs, UsageError, USAGE } from './agent/cli.ts';
+import { HELP, parseProxyArgs, UsageError, USAGE } from './agent/cli.ts';
 import { compileBootstrap, loadBootstrapSource, type BootstrapConfig } from './config/bootstrap.ts';
-import { setLogLevel, log } from './core/log.ts';
+import { applyLogFlags, log } from './core/log.ts';
+import { explainError } from './core/explain-error.ts';
 import { ProxyServer, VERSION } from './server.ts';
 import { startWorkers } from './workers.ts';
 import { runPilotProxy, runPilotWait } from './agent/run-agent.ts';
@@ -19,39 +20,49 @@ async function main(argv: string[]): Promise<number> {
   try {
     args = parseProxyArgs(argv);
   } catch (err) {
-    if (err instanceof UsageError) {
-      if (!err.message) { process.stdout.write(`${USAGE}\n`); return 0; } // --help
-      process.stderr.write(`PARSE ERROR: ${err.message}\n${USAGE}\n`);
-      return 1;
-    }
-    throw err;
+    if (!(err instanceof UsageError)) throw err;
+    if (!err.message) { process.stdout.write(`${HELP}\n`); return 0; } // --help
+    process.stderr.write(`PARSE ERROR: ${err.message}\n${USAGE}\n(skua-proxy --help lists every flag)\n`);
+    return 1;
   }
-  if (!setLogLevel(args.logLevel)) { process.stderr.write(`error: unknown log level ${args.logLevel}\n${USAGE}\n`); return 1; }
+  if (!args.configPath && !args.configYaml) {
+    process.stderr.write(`error: no configuration: give a bootstrap with -c FILE or --config-yaml YAML\n${USAGE}\n(skua-proxy --help lists every flag)\n`);
+    return 1;
+  }
+  const logError = applyLogFlags(args);
+  if (logError) { process.stderr.write(`${logError}\n`); return 1; }
   let bootstrap: BootstrapConfig;
   try {
     bootstrap = compileBootstrap(loadBootstrapSource(args.configPath || undefined, args.configYaml || undefined),
       { unknownFields: args.allowUnknownStaticFields ? 'warn' : 'reject' });
   } catch (err) {
     const where = args.configPath || '--config-yaml';
-    process.stderr.write(`error initializing configuration '${where}': ${(err as Error).message}\n`);
+    process.stderr.write(`error initializing configuration '${where}': ${explainError(err)}\n`);
     return 1;
   }
   if (args.mode === 'validate') {
     process.stdout.write(`configuration '${args.configPath || '--config-yaml'}' OK\n`);
     return 0;
   }
+  log.info(`skua-proxy ${VERSION} starting: config ${args.configPath || '--config-yaml'}, concurrency ${args.concurrency}, node ${bootstrap.node.id || '(no id)'}`);
   // istio-agent's part: the workload certificate (CA_ADDR / FILE_MOUNTED_CERTS) before listeners open.
   // Loaded only when asked for: the CA client (grpc-js) and X.509 code cost start-up time otherwise.
   try {
     if (process.env.CA_ADDR || process.env.FILE_MOUNTED_CERTS) await (await import('./tls/identity.ts')).startIdentityFromEnv(process.env);
   } catch (err) {
-    process.stderr.write(`error: ${(err as Error).message}\n`);
+    process.stderr.write(`error: workload certificate: ${explainError(err)}\n`);
     return 1;
   }
   const options = { ...args, reusePort: args.concurrency > 1, admin: true };
   const server = new ProxyServer(bootstrap, options);
-  if (args.concurrency > 1) await startWorkers(server, args);
-  else await server.start();
+  try {
+    if (args.concurrency > 1) await startWorkers(server, args);
+    else await server.start();
+  } catch (err) {
+    process.stderr.write(`error: ${explainError(err)}\n`);
+    if (log.debugOn) process.stderr.write(`${(err as Error).stack}\n`);
+    return 1;
+  }
   if (args.mode === 'init_only') await server.shutdown(0);
   // SIGTERM drains (listeners closed, requests in flight finish, bounded by --drain-time-s); a second
   // SIGTERM, or SIGINT, stops at once.
@@ -62,6 +73,9 @@ async function main(argv: string[]): Promise<number> {
 }
 
 main(process.argv.slice(2)).then((code) => { if (code >= 0) process.exit(code); }, (err: Error) => {
-  process.stderr.write(`skua-proxy: ${err.stack ?? err.message}\n`);
+  // Not expected: still one line, with the stack only for -l debug/trace.
+  process.stderr.write(`skua-proxy: ${explainError(err)}\n`);
+  if (log.debugOn || !(err instanceof Error)) process.stderr.write(`${err?.stack ?? ''}\n`);
+  else process.stderr.write('(run with -l debug for the stack trace)\n');
   process.exit(1);
 });

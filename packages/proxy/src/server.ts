@@ -116,7 +116,19 @@ export class ProxyServer {
     await this.listeners.start();
     this.stats.gauge('cluster_manager.active_clusters').set(this.clusters.size);
     this.state = 'LIVE';
+    this.logStartup();
     log.info(`skua-proxy ${VERSION} live: ${this.listeners.size} listeners, ${this.clusters.size} clusters`);
+  }
+
+  /** Start-up lines: where admin and each listener are (xDS listeners are named as they arrive, by dynamic-config). */
+  private logStartup(): void {
+    const a = this.admin?.address();
+    if (a && typeof a === 'object') log.info(`admin address: ${a.address}:${a.port}`);
+    if (this.options.xdsFollower) return;
+    for (const l of this.listeners.all()) {
+      const c = l.config;
+      log.info(`listener '${c.name}' ${c.internal ? 'internal' : c.bindToPort ? `on ${c.address.address}:${l.boundPort}` : `for ${c.address.address}:${c.address.port} (bind_to_port false)`}`);
+    }
   }
 
   /** dynamic_resources: connect ADS and wait for the first CDS/LDS (Envoy's init manager). */

@@ -1,29 +1,43 @@
 import type { XdsUpdate } from './xds/types.ts';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { compileBootstrap, loadBootstrapSource } from './config/bootstrap.ts';
-import { log, setLogLevel } from './core/log.ts';
+import { applyLogSettings, log, logSettings, type LogSettings } from './core/log.ts';
 import { ProxyServer } from './server.ts';
 import type { ProxyArgs } from './agent/cli.ts';
-import { StatsStore, Histogram as HistogramClass, type Histogram } from './stats/store.ts';
+import { StatsStore, Scope, Histogram as HistogramClass, type Counter, type Gauge, type Histogram } from './stats/store.ts';
 import { labelledFamily, type FamilyKind } from './stats/labelled.ts';
 import { secrets } from './tls/secrets.ts';
 import { WorkerFeed } from './worker-feed.ts';
 
-/** A worker's stats, sent to the main thread at scrape time. */
-interface StatsSnapshot {
+type HistogramData = { buckets: number[]; count: number; sum: number };
+interface StatsValues {
   counters: Array<[string, number]>;
   gauges: Array<[string, number]>;
-  histograms: Array<[string, { buckets: number[]; count: number; sum: number }]>;
-  tags: Array<[string, { prefix: string; base: string; tags: Array<[string, string]> }]>;
-  families: Array<{ namespace: string; name: string; kind: FamilyKind; series: Array<{ names: string[]; values: string[]; value: number; hist?: { buckets: number[]; count: number; sum: number } }> }>;
+  histograms: Array<[string, HistogramData]>;
+}
+
+/** A worker's stats, sent to the main thread at scrape time: unscoped ones by full name, scoped ones per scope. */
+interface StatsSnapshot extends StatsValues {
+  groups: Array<{ prefix: string; base: string; tags: Array<[string, string]>; stats: StatsValues }>;
+  families: Array<{ namespace: string; name: string; kind: FamilyKind; series: Array<{ names: string[]; values: string[]; value: number; hist?: HistogramData }> }>;
+}
+
+interface StatMaps { counters: Map<string, Counter>; gauges: Map<string, Gauge>; histograms: Map<string, Histogram> }
+
+function valuesOf(m: StatMaps): StatsValues {
+  return {
+    counters: [...m.counters].map(([k, c]) => [k, c.value]),
+    gauges: [...m.gauges].map(([k, g]) => [k, g.value]),
+    histograms: [...m.histograms].map(([k, h]) => [k, { buckets: [...h.buckets], count: h.count, sum: h.sum }]),
+  };
 }
 
 function snapshot(store: StatsStore): StatsSnapshot {
   return {
-    counters: [...store.counters].map(([k, c]) => [k, c.value]),
-    gauges: [...store.gauges].map(([k, g]) => [k, g.value]),
-    histograms: [...store.histograms].map(([k, h]) => [k, { buckets: [...h.buckets], count: h.count, sum: h.sum }]),
-    tags: [...store.tags].map(([k, t]) => [k, { prefix: t.prefix, base: t.base, tags: t.tags.map(([a, b]) => [a, b] as [string, string]) }]),
+    ...valuesOf(store),
+    groups: [...store.groups.values()].map((g) => ({
+      prefix: g.tags.prefix, base: g.tags.base, tags: g.tags.tags.map(([a, b]) => [a, b] as [string, string]), stats: valuesOf(g),
+    })),
     families: [...store.families.values()].map((f) => ({
       namespace: f.namespace, name: f.name, kind: f.kind,
       series: [...f.series.values()].map((s) => {
@@ -36,15 +50,20 @@ function snapshot(store: StatsStore): StatsSnapshot {
   };
 }
 
-function addInto(store: StatsStore, s: StatsSnapshot): void {
-  for (const [k, t] of s.tags) if (!store.tags.has(k)) store.tags.set(k, t);
-  for (const [k, v] of s.counters) store.counter(k).value += v;
-  for (const [k, v] of s.gauges) store.gauge(k).value += v;
-  for (const [k, v] of s.histograms) {
-    const h: Histogram = store.histogram(k);
-    h.count += v.count; h.sum += v.sum;
-    v.buckets.forEach((b, i) => { h.buckets[i] += b; });
+/** Adds values into stats got (or made) by `at`: the store's own maps or a scope's. */
+function addValues(at: Pick<StatsStore, 'counter' | 'gauge' | 'histogram'>, v: StatsValues): void {
+  for (const [k, n] of v.counters) at.counter(k).value += n;
+  for (const [k, n] of v.gauges) at.gauge(k).value += n;
+  for (const [k, d] of v.histograms) {
+    const h: Histogram = at.histogram(k);
+    h.count += d.count; h.sum += d.sum;
+    d.buckets.forEach((b, i) => { h.buckets[i] += b; });
   }
+}
+
+function addInto(store: StatsStore, s: StatsSnapshot): void {
+  addValues(store, s);
+  for (const g of s.groups) addValues(new Scope(store, g.prefix, g.base, g.tags), g.stats);
   for (const f of s.families) {
     const fam = labelledFamily(store, f.namespace, f.name, f.kind);
     for (const se of f.series) {
@@ -70,7 +89,7 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
   for (let i = 1; i < args.concurrency; i++) {
     // Secrets live per thread: a worker starts with the main thread's and hears of every change.
     const initialSecrets = secrets.all().map((s) => [s.name, s.raw]);
-    const w = new Worker(new URL(import.meta.url), { workerData: { configPath: args.configPath, configYaml: args.configYaml, logLevel: args.logLevel, index: i, secrets: initialSecrets } });
+    const w = new Worker(new URL(import.meta.url), { workerData: { configPath: args.configPath, configYaml: args.configYaml, logLevel: args.logLevel, log: logSettings(), index: i, secrets: initialSecrets } });
     workers.push(w);
     await new Promise<void>((resolve, reject) => {
       w.once('message', (m: { ready?: boolean; error?: string }) => (m.ready ? resolve() : reject(new Error(m.error))));
@@ -108,8 +127,8 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
 }
 
 async function runWorker(): Promise<void> {
-  const data = workerData as { configPath: string; configYaml: string; logLevel: string; index: number; secrets: Array<[string, Record<string, unknown>]> };
-  setLogLevel(data.logLevel);
+  const data = workerData as { configPath: string; configYaml: string; logLevel: string; log: LogSettings; index: number; secrets: Array<[string, Record<string, unknown>]> };
+  applyLogSettings(data.log);
   try {
     for (const [name, raw] of data.secrets) secrets.update(name, raw);
     // The main thread validated field names already (and counts what --allow-unknown-static-fields let through).

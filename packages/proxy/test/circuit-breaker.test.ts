@@ -28,7 +28,7 @@ function makeCluster(ports: number[], cb: Json | undefined): { c: Cluster; store
   const c = new Cluster(compileCluster(new Msg(clusterJson(ports, cb), 'cluster')), store);
   const stat = (n: string): number => {
     const full = `cluster.svc.${n}`;
-    const v = store.counters.get(full)?.value ?? store.gauges.get(full)?.value;
+    const v = store.find('counters', full)?.value ?? store.find('gauges', full)?.value;
     assert.notEqual(v, undefined, `stat ${full} exists`);
     return v as number;
   };
@@ -97,11 +97,11 @@ describe('request and retry breakers (what the router calls)', () => {
     try {
       for (const p of ['default', 'high']) {
         for (const g of ['cx_open', 'cx_pool_open', 'rq_pending_open', 'rq_open', 'rq_retry_open']) {
-          assert.equal(store.gauges.get(`cluster.svc.circuit_breakers.${p}.${g}`)?.value, 0, `${p}.${g}`);
+          assert.equal(store.find('gauges', `cluster.svc.circuit_breakers.${p}.${g}`)?.value, 0, `${p}.${g}`);
         }
       }
       assert.equal(store.gauges.has('cluster.svc.circuit_breakers.default.remaining_cx'), false);
-      assert.equal(statBase('cluster.svc.circuit_breakers.default.cx_open', store.tags.get('cluster.svc.circuit_breakers.default.cx_open')!), 'cluster.circuit_breakers.default.cx_open');
+      assert.equal(statBase('cluster.svc.circuit_breakers.default.cx_open', store.tagsOf('cluster.svc.circuit_breakers.default.cx_open')!), 'cluster.circuit_breakers.default.cx_open');
     } finally { c.close(); }
   });
 });

@@ -43,7 +43,7 @@ function harness(levels: Levels) {
   }, 'route_config'), compilers);
   const store = new StatsStore();
   const filter = CORS_EXTENSION.compile(CORS_NAME, new Msg({ '@type': CORS_TYPE }, 'http_filters[0].typed_config')).live({ store, statPrefix: 'ingress' });
-  const stat = (n: string): number => store.counters.get(`http.ingress.cors.${n}`)?.value ?? 0;
+  const stat = (n: string): number => store.find('counters', `http.ingress.cors.${n}`)?.value ?? 0;
 
   /** Runs one request through the chain; returns whether it was forwarded, the local reply, and the response headers after encode. */
   function run(method: string, path: string, headers: Headers, upstream: Headers = { 'content-type': 'text/plain' }) {

@@ -35,7 +35,7 @@ function rig(od: Json, nHosts: number, random: () => number = () => 0): Rig {
     tick: (ms) => { t += ms; },
     stat: (name) => {
       const full = `cluster.c.outlier_detection.${name}`;
-      const v = store.counters.get(full)?.value ?? store.gauges.get(full)?.value;
+      const v = store.find('counters', full)?.value ?? store.find('gauges', full)?.value;
       assert.notEqual(v, undefined, `stat ${full} exists`);
       return v as number;
     },
@@ -378,10 +378,10 @@ describe('Cluster wiring', () => {
       for (let i = 0; i < 3; i++) c.recordResult(bad, UpstreamResult.ConnectFailed);
       assert.equal(bad.ejected, true);
       for (let i = 0; i < 20; i++) assert.notEqual(c.pick(undefined), bad);
-      assert.equal(store.gauges.get('cluster.svc.membership_healthy')?.value, 2);
-      assert.equal(store.gauges.get('cluster.svc.outlier_detection.ejections_active')?.value, 1);
-      assert.equal(store.counters.get('cluster.svc.outlier_detection.ejections_enforced_consecutive_5xx')?.value, 1);
-      assert.equal(statBase('cluster.svc.outlier_detection.ejections_active', store.tags.get('cluster.svc.outlier_detection.ejections_active')!), 'cluster.outlier_detection.ejections_active');
+      assert.equal(store.find('gauges', 'cluster.svc.membership_healthy')?.value, 2);
+      assert.equal(store.find('gauges', 'cluster.svc.outlier_detection.ejections_active')?.value, 1);
+      assert.equal(store.find('counters', 'cluster.svc.outlier_detection.ejections_enforced_consecutive_5xx')?.value, 1);
+      assert.equal(statBase('cluster.svc.outlier_detection.ejections_active', store.tagsOf('cluster.svc.outlier_detection.ejections_active')!), 'cluster.outlier_detection.ejections_active');
     } finally {
       c.close();
     }

@@ -32,25 +32,25 @@ function sampleStore(): StatsStore {
 describe('extractTags', () => {
   const store = sampleStore();
   test('scoped stats: tag values come out of the name', () => {
-    assert.deepEqual(extractTags(store, `cluster.${ISTIO_CLUSTER}.upstream_rq_total`), {
+    assert.deepEqual(extractTags(`cluster.${ISTIO_CLUSTER}.upstream_rq_total`, store.tagsOf(`cluster.${ISTIO_CLUSTER}.upstream_rq_total`)), {
       name: 'envoy_cluster_upstream_rq_total',
       tags: [['envoy_cluster_name', ISTIO_CLUSTER]],
     });
   });
   test('response code classes become envoy_response_code_class, first', () => {
-    assert.deepEqual(extractTags(store, `cluster.${ISTIO_CLUSTER}.upstream_rq_2xx`), {
+    assert.deepEqual(extractTags(`cluster.${ISTIO_CLUSTER}.upstream_rq_2xx`, store.tagsOf(`cluster.${ISTIO_CLUSTER}.upstream_rq_2xx`)), {
       name: 'envoy_cluster_upstream_rq_xx',
       tags: [['envoy_response_code_class', '2'], ['envoy_cluster_name', ISTIO_CLUSTER]],
     });
   });
   test('unscoped names: dots and other characters become _', () => {
-    assert.deepEqual(extractTags(store, 'server.live'), { name: 'envoy_server_live', tags: [] });
-    assert.deepEqual(extractTags(store, 'a-b.c:d'), { name: 'envoy_a_b_c_d', tags: [] });
+    assert.deepEqual(extractTags('server.live', store.tagsOf('server.live')), { name: 'envoy_server_live', tags: [] });
+    assert.deepEqual(extractTags('a-b.c:d', store.tagsOf('a-b.c:d')), { name: 'envoy_a_b_c_d', tags: [] });
   });
   test('the code class only matches a real _rq_<n>xx suffix', () => {
-    assert.equal(extractTags(store, 'x.upstream_rq_6xx').name, 'envoy_x_upstream_rq_6xx');
-    assert.equal(extractTags(store, 'x.upstream_rq_2xx_extra').name, 'envoy_x_upstream_rq_2xx_extra');
-    assert.deepEqual(extractTags(store, 'x.downstream_rq_5xx').tags, [['envoy_response_code_class', '5']]);
+    assert.equal(extractTags('x.upstream_rq_6xx', store.tagsOf('x.upstream_rq_6xx')).name, 'envoy_x_upstream_rq_6xx');
+    assert.equal(extractTags('x.upstream_rq_2xx_extra', store.tagsOf('x.upstream_rq_2xx_extra')).name, 'envoy_x_upstream_rq_2xx_extra');
+    assert.deepEqual(extractTags('x.downstream_rq_5xx', store.tagsOf('x.downstream_rq_5xx')).tags, [['envoy_response_code_class', '5']]);
   });
 });
 

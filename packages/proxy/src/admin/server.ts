@@ -3,7 +3,7 @@ import type { ProxyServer } from '../server.ts';
 import { configDump } from './config-dump.ts';
 import { clustersJson, clustersText } from './clusters.ts';
 import { renderJson, renderPrometheus, renderText } from '../stats/prometheus.ts';
-import { LEVELS, logLevel, setLogLevel } from '../core/log.ts';
+import { adminLogging } from '../core/log.ts';
 
 type Handler = (server: ProxyServer, q: URLSearchParams, req: IncomingMessage) => { status?: number; type?: string; body: string } | Promise<{ status?: number; type?: string; body: string }>;
 
@@ -33,12 +33,7 @@ const ROUTES: Record<string, Handler> = {
     return text(renderText(stats, filterOf(q)));
   },
   '/stats/prometheus': async (s) => ({ type: 'text/plain; version=0.0.4; charset=utf-8', body: renderPrometheus(await s.collectStats()) }),
-  '/logging': (_s, q) => {
-    for (const [k] of q) if (k !== 'level' && !LEVELS.includes(q.get(k) as never)) return text(`unknown logger or level ${k}\n`, 404);
-    const level = q.get('level');
-    if (level && !setLogLevel(level)) return text(`unknown level ${level}\n`, 404);
-    return text(`active loggers:\n  all: ${logLevel()}\n`);
-  },
+  '/logging': (_s, q) => { const r = adminLogging(q); return text(r.body, r.status); },
   '/quitquitquit': (s) => { setImmediate(() => s.shutdown(0)); return text('OK\n'); },
   '/drain_listeners': (s, q) => { s.drainListeners(q.has('inboundonly'), q.has('graceful')); return text('OK\n'); },
   '/healthcheck/fail': (s) => { s.healthFailed = true; return text('OK\n'); },

@@ -18,6 +18,8 @@ export interface PilotProxyArgs {
   readonly stsPort: number;
   readonly templateFile: string;
   readonly outlierLogPath: string;
+  /** --log_as_json: Istio's JSON log lines. */
+  readonly logAsJson: boolean;
   readonly unknownFlags: readonly string[];
 }
 
@@ -79,12 +81,12 @@ export const LOG_FLAGS: Record<string, FlagKind> = {
 const PROXY_FLAGS: Record<string, FlagKind> = {
   ...LOG_FLAGS, domain: 'string', meshConfig: 'string', stsPort: 'int', tokenManagerPlugin: 'string', serviceCluster: 'string',
   proxyLogLevel: 'string', concurrency: 'int', proxyComponentLogLevel: 'string', templateFile: 'string', outlierLogPath: 'string',
-  profiling: 'bool', help: 'bool',
+  profiling: 'bool', help: 'bool', h: 'bool',
 };
 
 export function parsePilotProxyArgs(argv: readonly string[]): PilotProxyArgs {
   const p = parseFlags(argv, PROXY_FLAGS);
-  if (p.values.has('help')) throw new UsageError('');
+  if (p.values.has('help') || p.values.has('h')) throw new UsageError('');
   if (p.positional.length > 1) throw new UsageError(`unexpected arguments: ${p.positional.slice(1).join(' ')}`);
   const v = (k: string, d: string): string => p.values.get(k) ?? d;
   const concurrency = Number(v('concurrency', '0'));
@@ -101,13 +103,14 @@ export function parsePilotProxyArgs(argv: readonly string[]): PilotProxyArgs {
     stsPort: Number(v('stsPort', '0')),
     templateFile: v('templateFile', ''),
     outlierLogPath: v('outlierLogPath', ''),
+    logAsJson: ['true', '1', 't', 'TRUE', 'True'].includes(v('log_as_json', 'false')),
     unknownFlags: p.unknown,
   };
 }
 
 export function parsePilotWaitArgs(argv: readonly string[]): PilotWaitArgs {
-  const p = parseFlags(argv, { ...LOG_FLAGS, timeoutSeconds: 'int', requestTimeoutMillis: 'int', periodMillis: 'int', url: 'string', help: 'bool' });
-  if (p.values.has('help')) throw new UsageError('');
+  const p = parseFlags(argv, { ...LOG_FLAGS, timeoutSeconds: 'int', requestTimeoutMillis: 'int', periodMillis: 'int', url: 'string', help: 'bool', h: 'bool' });
+  if (p.values.has('help') || p.values.has('h')) throw new UsageError('');
   return {
     timeoutSeconds: Number(p.values.get('timeoutSeconds') ?? 60),
     requestTimeoutMillis: Number(p.values.get('requestTimeoutMillis') ?? 500),
@@ -125,8 +128,51 @@ export function envoyLogLevel(proxyLogLevel: string): string {
   return global ?? 'warning';
 }
 
-export const PILOT_USAGE = `usage: skua-proxy proxy [sidecar|router|waypoint] [--domain D] [--serviceCluster C] [--concurrency N]
-                        [--proxyLogLevel L] [--proxyComponentLogLevel L] [--meshConfig FILE] [--outlierLogPath P]
-       skua-proxy wait [--url URL] [--timeoutSeconds S] [--periodMillis MS] [--requestTimeoutMillis MS]
-       skua-proxy istio-iptables [istio-iptables flags] | istio-clean-iptables [flags]
+/**
+ * The Envoy component levels pilot-agent hands on: the scoped entries of `--proxyLogLevel`
+ * (`warning,misc:error` → `misc:error`) followed by `--proxyComponentLogLevel`.
+ */
+export function envoyComponentLogLevel(proxyLogLevel: string, proxyComponentLogLevel: string): string {
+  const scoped = proxyLogLevel.split(',').map((s) => s.trim()).filter((s) => s.includes(':'));
+  return [...scoped, ...proxyComponentLogLevel.split(',').map((s) => s.trim()).filter(Boolean)].join(',');
+}
+
+export const PILOT_USAGE = `usage: skua-proxy proxy [sidecar|router|waypoint] [flags]   (pilot-agent proxy)
+       skua-proxy wait [flags]                                (pilot-agent wait)
+       skua-proxy istio-iptables [flags] | istio-clean-iptables [flags]
        skua-proxy (-c <path> | --config-yaml <yaml>) [Envoy flags]`;
+
+/** `skua-proxy proxy --help`: pilot-agent's proxy command. */
+export const PILOT_PROXY_HELP = `usage: skua-proxy proxy [sidecar|router|waypoint] [flags]
+
+Istio's pilot-agent and Envoy in one process, as istio-proxy runs them: the node identity from the
+injector's environment (POD_NAME, POD_NAMESPACE, INSTANCE_IP, SERVICE_ACCOUNT, PROXY_CONFIG,
+ISTIO_META_*, CA_ADDR, ...), a bootstrap written to ./etc/istio/proxy/envoy-rev.json, xDS from the
+discovery address, workload certificates from CA_ADDR (token ./var/run/secrets/tokens/istio-token,
+root ./var/run/secrets/istio/root-cert.pem), status on 15020/15021, Prometheus on 15090, DNS proxy on
+15053 with ISTIO_META_DNS_CAPTURE=true. Relative paths are from the working directory (/ in the image).
+
+  --domain D                    DNS domain suffix (default <POD_NAMESPACE>.svc.cluster.local)
+  --serviceCluster C            service cluster (default istio-proxy)
+  --concurrency N               worker threads (default: ProxyConfig.concurrency, else 2)
+  --proxyLogLevel L             Envoy's level, with optional scoped entries (default warning,misc:error)
+  --proxyComponentLogLevel C:L  per-component levels, e.g. misc:error,upstream:debug
+  --log_as_json                 JSON log lines ({"level","time","scope","msg"})
+  --log_output_level S:L        accepted (the agent's own scopes log at the proxy's level here)
+  --meshConfig FILE             mesh config file (default ./etc/istio/config/mesh)
+  --outlierLogPath P            outlier detection event log
+  --templateFile, --stsPort, --tokenManagerPlugin, --profiling, --log_*  accepted
+  -h, --help                    this text
+
+Unknown flags are reported and ignored, as pilot-agent does.`;
+
+/** `skua-proxy wait --help`. */
+export const PILOT_WAIT_HELP = `usage: skua-proxy wait [flags]
+
+Waits until the proxy is ready (pilot-agent wait): polls the readiness URL until it answers 200.
+
+  --url URL                     readiness URL (default http://localhost:15021/healthz/ready)
+  --timeoutSeconds S            give up after S seconds, exit 1 (default 60)
+  --periodMillis MS             time between attempts (default 500)
+  --requestTimeoutMillis MS     time limit of one attempt (default 500)
+  -h, --help                    this text`;

@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Server } from 'node:http';
 import { UsageError, type ProxyArgs } from './cli.ts';
-import { PILOT_USAGE, parsePilotProxyArgs, parsePilotWaitArgs } from './pilot-cli.ts';
+import { PILOT_PROXY_HELP, PILOT_USAGE, PILOT_WAIT_HELP, envoyComponentLogLevel, parsePilotProxyArgs, parsePilotWaitArgs } from './pilot-cli.ts';
 import { agentSettings, type AgentSettings } from './agent-settings.ts';
 import { renderBootstrap } from './bootstrap-render.ts';
 import { xdsHeaders } from './xds-credentials.ts';
@@ -22,13 +22,15 @@ import { startAgentDns, type AgentDns } from '../dns/agent-dns.ts';
 import { TYPE_URL } from '../xds/discovery.ts';
 import { compileBootstrap, loadBootstrapSource, type BootstrapConfig } from '../config/bootstrap.ts';
 import { ConfigError } from '../core/errors.ts';
-import { log, setLogLevel } from '../core/log.ts';
+import { applyLogFlags, log, setLogLevel } from '../core/log.ts';
+import { ISTIO_JSON_LOG_FORMAT, ISTIO_LOG_FORMAT } from '../core/log-format.ts';
+import { explainError } from '../core/explain-error.ts';
 import { ProxyServer } from '../server.ts';
 import { startWorkers } from '../workers.ts';
 
-function usageExit(err: unknown): number {
+function usageExit(err: unknown, help: string): number {
   if (!(err instanceof UsageError)) throw err;
-  if (!err.message) { process.stdout.write(`${PILOT_USAGE}\n`); return 0; }
+  if (!err.message) { process.stdout.write(`${help}\n`); return 0; }
   process.stderr.write(`Error: ${err.message}\n${PILOT_USAGE}\n`);
   return 1;
 }
@@ -36,7 +38,7 @@ function usageExit(err: unknown): number {
 /** Returns an exit code, or -1 while the proxy runs. */
 export async function runPilotProxy(argv: readonly string[]): Promise<number> {
   let args;
-  try { args = parsePilotProxyArgs(argv); } catch (err) { return usageExit(err); }
+  try { args = parsePilotProxyArgs(argv); } catch (err) { return usageExit(err, PILOT_PROXY_HELP); }
   let settings: AgentSettings;
   try {
     settings = agentSettings({ args, env: process.env });
@@ -45,7 +47,10 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
     process.stderr.write(`Error: failed to get proxy config: ${err.message}\n`);
     return 1;
   }
+  // pilot-agent starts Envoy with Istio's log format (JSON with --log_as_json) and the component levels.
   if (!setLogLevel(settings.logLevel)) setLogLevel('warning');
+  const logError = applyLogFlags({ logLevel: log.level(), componentLogLevel: envoyComponentLogLevel(args.proxyLogLevel, args.proxyComponentLogLevel), logFormat: args.logAsJson ? ISTIO_JSON_LOG_FORMAT : ISTIO_LOG_FORMAT });
+  if (logError) { process.stderr.write(`Error: --proxyLogLevel/--proxyComponentLogLevel: ${logError}\n`); return 1; }
   if (args.unknownFlags.length) log.warn(`pilot-agent flags not used by skua-proxy: ${args.unknownFlags.map((f) => `--${f}`).join(' ')}`);
   log.info(`proxy role: type=${settings.identity.type} id=${settings.node.id} ips=${settings.identity.ipAddresses.join(',')}`);
 
@@ -67,7 +72,7 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
   try {
     dns = await maybeStartDns(settings);
   } catch (err) {
-    process.stderr.write(`Error: DNS proxy: ${(err as Error).message}\n`);
+    process.stderr.write(`Error: DNS proxy: ${explainError(err)}\n`);
     return 1;
   }
   let server: ProxyServer | undefined;
@@ -83,7 +88,7 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
   try {
     status = await startStatusServer(statusOptions);
   } catch (err) {
-    process.stderr.write(`Error: status server on port ${settings.statusPort}: ${(err as Error).message}\n`);
+    process.stderr.write(`Error: status server on port ${settings.statusPort}: ${explainError(err)}\n`);
     return 1;
   }
   // istio-agent's CA client (CA_ADDR, as the injector sets it) or mounted certificates: the workload
@@ -91,7 +96,7 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
   try {
     if (process.env.CA_ADDR || process.env.FILE_MOUNTED_CERTS) await (await import('../tls/identity.ts')).startIdentityFromEnv(process.env);
   } catch (err) {
-    process.stderr.write(`Error: workload certificate: ${(err as Error).message}\n`);
+    process.stderr.write(`Error: workload certificate: ${explainError(err)}\n`);
     status.close();
     return 1;
   }
@@ -140,7 +145,7 @@ async function maybeStartDns(settings: AgentSettings): Promise<AgentDns | undefi
 
 export async function runPilotWait(argv: readonly string[]): Promise<number> {
   let args;
-  try { args = parsePilotWaitArgs(argv); } catch (err) { return usageExit(err); }
+  try { args = parsePilotWaitArgs(argv); } catch (err) { return usageExit(err, PILOT_WAIT_HELP); }
   process.stdout.write(`Waiting for Envoy proxy to be ready (timeout: ${args.timeoutSeconds} seconds)...\n`);
   const deadline = Date.now() + args.timeoutSeconds * 1000;
   let last = 'no attempt';

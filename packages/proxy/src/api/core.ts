@@ -6,7 +6,9 @@
 export { ConfigError } from '../core/errors.ts';
 export { Msg } from '../config/fields.ts';
 export { normalizeKeys } from '../config/normalize.ts';
-export { log, setLogLevel, logLevel, type Level } from '../core/log.ts';
+export { log, logger, setLogLevel, logLevel, applyLogFlags, setLogFormat, type Level, type Component } from '../core/log.ts';
+export { ISTIO_JSON_LOG_FORMAT } from '../core/log-format.ts';
+export { explainError } from '../core/explain-error.ts';
 export { DrainManager, NEVER_DRAIN, type DrainStrategy } from '../core/drain.ts';
 export { StatsStore, Counter, Gauge, Histogram } from '../stats/store.ts';
 export { canonicalIp } from '../core/canonical-ip.ts';

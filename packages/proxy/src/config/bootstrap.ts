@@ -1,3 +1,4 @@
+import { explainError } from '../core/explain-error.ts';
 import { readFileSync } from 'node:fs';
 import type { LocalNode } from '../core/node.ts';
 import { parse as parseYaml } from 'yaml';
@@ -51,7 +52,7 @@ export function loadBootstrapSource(configPath: string | undefined, configYaml: 
   let base: unknown = {};
   if (configPath) {
     let text: string;
-    try { text = readFileSync(configPath, 'utf8'); } catch (err) { throw new ConfigError('', `cannot read ${configPath}: ${(err as Error).message}`); }
+    try { text = readFileSync(configPath, 'utf8'); } catch (err) { throw new ConfigError('', explainError(err)); }
     base = normalizeKeys(parseText(text, configPath));
   }
   // Normalise each source before merging, so camelCase and snake_case spellings merge field by field.

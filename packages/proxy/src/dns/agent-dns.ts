@@ -7,11 +7,13 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { ConfigError } from '../core/errors.ts';
-import { log } from '../core/log.ts';
+import { logger } from '../core/log.ts';
 import type { ExtraTypeSink } from '../xds/dynamic-config.ts';
 import { Forwarder, readResolvConf } from './forward.ts';
 import { DnsProxy } from './server.ts';
 import { NameTable, type NameInfo, type TableContext } from './table.ts';
+
+const log = logger('dns');
 
 type Json = Record<string, unknown>;
 

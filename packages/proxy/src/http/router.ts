@@ -21,6 +21,7 @@ import type { LocalReplyConfig } from './local-reply-config.ts';
 import { FilterChainRun, type NamedFilter } from './filter-chain.ts';
 import { ORIGINAL_DST_ADDRESS_KEY } from '../core/filter-state.ts';
 import { overloadState } from '../core/overload.ts';
+import { debugRequestDone, httpLog, traceRequestStart } from './request-log.ts';
 
 /** The immutable per-HCM settings the router reads on every request. */
 export interface RouterSettings {
@@ -52,6 +53,7 @@ export function routeRequest(ex: Exchange, s: RouterSettings): void {
   const rec = new RequestRecord(ex, now());
   s.stats.rqTotal.value++;
   s.stats.rqActive.value++;
+  if (httpLog.traceOn) traceRequestStart(ex);
   if (overloadState.stopAcceptingRequests) {
     // Envoy's stop_accepting_requests: answered before filters and routing.
     s.stats.rqOverloadClose.inc();
@@ -121,6 +123,7 @@ export function complete(rec: RequestRecord, s: RouterSettings): void {
   const filters = s.filters;
   for (let i = 0; i < filters.length; i++) filters[i].filter.onComplete?.(rec);
   if (s.onComplete) s.onComplete(rec);
+  if (httpLog.debugOn) debugRequestDone(rec);
 }
 
 function redirectLocation(ex: Exchange, a: RedirectAction, route: Route): string {

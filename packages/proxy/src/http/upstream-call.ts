@@ -14,6 +14,7 @@ import type { ReplayableBody } from './replay-body.ts';
 import { applySetCookies } from './hash-policy.ts';
 import { complete, type RouterSettings } from './router.ts';
 import { RetryStats } from './retry-stats.ts';
+import { debugUpstreamFailure, routerLog } from './request-log.ts';
 import { ALPN_OVERRIDE_STATE, type AlpnOverrides } from '../filters/http/alpn/config.ts';
 
 const now = (): number => performance.now();
@@ -139,6 +140,7 @@ export class UpstreamRequest {
 
   onFailure(att: Attempt, err: Error, failure: Failure): void {
     if (this.done || att !== this.attempt) return;
+    if (routerLog.debugOn) debugUpstreamFailure(this.p.rec, att.host.hostPort, failure, err);
     if (failure === 'overflow') { this.fail(att, err, failure); return; }
     const on = this.p.retryOn;
     const retriable = failure === 'connect-failure' ? (on & (RetryOn['connect-failure'] | RetryOn['5xx'] | RetryOn['gateway-error'] | RetryOn.reset)) !== 0

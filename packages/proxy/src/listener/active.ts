@@ -9,7 +9,7 @@ import type { ClusterManager } from '../upstream/manager.ts';
 import type { StatsStore, Counter, Gauge } from '../stats/store.ts';
 import { chainError, SslStats, verifyPeer } from '../tls/ssl-stats.ts';
 import { originalDestination, available as sockoptAvailable } from '../sys/sockopt.ts';
-import { log } from '../core/log.ts';
+import { logger } from '../core/log.ts';
 import type { LiveNetworkFilter } from './network-filter.ts';
 import type { LiveTerminal } from './terminal.ts';
 import { registerInternalListener, unregisterInternalListener, type InternalAccept, type InternalConnectMeta } from './internal.ts';
@@ -18,6 +18,8 @@ import { restoreInternalAddresses, type RestoredAddresses } from './internal-dst
 import { DrainManager } from '../core/drain.ts';
 import { overloadState } from '../core/overload.ts';
 import { canonicalIp } from '../core/canonical-ip.ts';
+
+const log = logger('connection');
 
 /** One filter chain made live: its read filters and terminal, shared by the chain's connections. */
 interface LiveChain {

@@ -1,4 +1,4 @@
-import { HISTOGRAM_BOUNDS, Histogram, statBase, type StatsStore, type Counter, type Gauge } from './store.ts';
+import { HISTOGRAM_BOUNDS, Histogram, statBase, type StatsStore, type StatTags, type Counter, type Gauge } from './store.ts';
 
 /**
  * Envoy's Prometheus exposition: `envoy_` + the stat name with its tag values
@@ -7,8 +7,7 @@ import { HISTOGRAM_BOUNDS, Histogram, statBase, type StatsStore, type Counter, t
  */
 interface Extracted { name: string; tags: Array<readonly [string, string]> }
 
-export function extractTags(store: StatsStore, stat: string): Extracted {
-  const known = store.tags.get(stat);
+export function extractTags(stat: string, known: StatTags | undefined): Extracted {
   const tags: Array<readonly [string, string]> = known ? [...known.tags] : [];
   let rest = known ? statBase(stat, known) : stat;
   const code = /^(.*_rq_)([1-5])xx$/.exec(rest);
@@ -31,10 +30,10 @@ export function renderPrometheus(store: StatsStore): string {
     if (!g) { g = { type, lines: [] }; groups.set(name, g); }
     g.lines.push(line);
   };
-  for (const [stat, c] of store.counters) { const e = extractTags(store, stat); add(e.name, 'counter', `${e.name}${labels(e.tags)} ${c.value}`); }
-  for (const [stat, g] of store.gauges) { const e = extractTags(store, stat); add(e.name, 'gauge', `${e.name}${labels(e.tags)} ${g.value}`); }
-  for (const [stat, h] of store.histograms) {
-    const e = extractTags(store, stat);
+  store.each('counters', (stat, c, t) => { const e = extractTags(stat, t); add(e.name, 'counter', `${e.name}${labels(e.tags)} ${c.value}`); });
+  store.each('gauges', (stat, g, t) => { const e = extractTags(stat, t); add(e.name, 'gauge', `${e.name}${labels(e.tags)} ${g.value}`); });
+  store.each('histograms', (stat, h, t) => {
+    const e = extractTags(stat, t);
     let cum = 0;
     for (let i = 0; i < HISTOGRAM_BOUNDS.length; i++) {
       cum += h.buckets[i];
@@ -43,7 +42,7 @@ export function renderPrometheus(store: StatsStore): string {
     add(e.name, 'histogram', `${e.name}_bucket${labels(e.tags, 'le="+Inf"')} ${h.count}`);
     add(e.name, 'histogram', `${e.name}_sum${labels(e.tags)} ${h.sum}`);
     add(e.name, 'histogram', `${e.name}_count${labels(e.tags)} ${h.count}`);
-  }
+  });
   for (const f of store.families.values()) {
     for (const series of f.series.values()) {
       const m = series.metric;
@@ -74,9 +73,9 @@ export function renderPrometheus(store: StatsStore): string {
 /** Envoy's plain /stats text: `name: value`, sorted; histograms as P0..P100 are summarised by count and sum. */
 export function renderText(store: StatsStore, filter: RegExp | undefined): string {
   const rows: string[] = [];
-  for (const [k, c] of store.counters) if (!filter || filter.test(k)) rows.push(`${k}: ${c.value}`);
-  for (const [k, g] of store.gauges) if (!filter || filter.test(k)) rows.push(`${k}: ${g.value}`);
-  for (const [k, h] of store.histograms) if (!filter || filter.test(k)) rows.push(`${k}: count=${h.count} sum=${h.sum.toFixed(3)}`);
+  store.each('counters', (k, c) => { if (!filter || filter.test(k)) rows.push(`${k}: ${c.value}`); });
+  store.each('gauges', (k, g) => { if (!filter || filter.test(k)) rows.push(`${k}: ${g.value}`); });
+  store.each('histograms', (k, h) => { if (!filter || filter.test(k)) rows.push(`${k}: count=${h.count} sum=${h.sum.toFixed(3)}`); });
   for (const f of store.families.values()) {
     for (const s of f.series.values()) {
       const k = f.flatName(s);
@@ -90,8 +89,8 @@ export function renderText(store: StatsStore, filter: RegExp | undefined): strin
 
 export function renderJson(store: StatsStore, filter: RegExp | undefined): string {
   const stats: Array<{ name: string; value: number }> = [];
-  for (const [k, c] of store.counters) if (!filter || filter.test(k)) stats.push({ name: k, value: c.value });
-  for (const [k, g] of store.gauges) if (!filter || filter.test(k)) stats.push({ name: k, value: g.value });
+  store.each('counters', (k, c) => { if (!filter || filter.test(k)) stats.push({ name: k, value: c.value }); });
+  store.each('gauges', (k, g) => { if (!filter || filter.test(k)) stats.push({ name: k, value: g.value }); });
   for (const f of store.families.values()) {
     for (const s of f.series.values()) {
       const k = f.flatName(s);

@@ -35,7 +35,7 @@ export class Histogram {
 
 /**
  * How the stats of one scope show in Prometheus: a stat named `prefix + rest` is `base + rest` with
- * the tags. One record per scope, shared by its stats (20,000 clusters have 860,000 stats).
+ * the tags. One record per scope prefix, shared by its stats.
  */
 export interface StatTags {
   readonly prefix: string;
@@ -48,18 +48,42 @@ export function statBase(name: string, t: StatTags): string {
   return t.base + name.slice(t.prefix.length);
 }
 
-export class StatsStore {
-  /** Labelled metric families (Istio's istio_* metrics), by exported name: see labelled.ts. */
-  readonly families = new Map<string, LabelledFamily>();
+/**
+ * The stats under one scope prefix (`cluster.<name>.`), by the rest of their names. Scoped stats live
+ * here, not in one process-wide map: 20,000 clusters make ~1.2M stats, and growing a Map that size
+ * rehashes it in one 50–250 ms step; full names are only built when stats are read.
+ */
+export class StatGroup {
+  readonly tags: StatTags;
   readonly counters = new Map<string, Counter>();
   readonly gauges = new Map<string, Gauge>();
   readonly histograms = new Map<string, Histogram>();
-  /** Tags of stats created through a scope (names like Istio's cluster names contain dots, so they cannot be parsed back). */
-  readonly tags = new Map<string, StatTags>();
+  constructor(tags: StatTags) { this.tags = tags; }
+  get empty(): boolean { return this.counters.size === 0 && this.gauges.size === 0 && this.histograms.size === 0; }
+}
+
+type StatKind = 'counters' | 'gauges' | 'histograms';
+interface StatOf { counters: Counter; gauges: Gauge; histograms: Histogram }
+
+export class StatsStore {
+  /** Labelled metric families (Istio's istio_* metrics), by exported name: see labelled.ts. */
+  readonly families = new Map<string, LabelledFamily>();
+  /** Stats created by full name, outside any scope. */
+  readonly counters = new Map<string, Counter>();
+  readonly gauges = new Map<string, Gauge>();
+  readonly histograms = new Map<string, Histogram>();
+  /** Scoped stats by scope prefix (names like Istio's cluster names contain dots, so prefixes cannot be parsed back). */
+  readonly groups = new Map<string, StatGroup>();
 
   /** `scope('cluster', 'envoy_cluster_name', name)` → stats named `cluster.<name>.<stat>`, tagged. */
   scope(kind: string, tag: string, value: string): Scope {
     return new Scope(this, `${kind}.${value}.`, `${kind}.`, [[tag, value]]);
+  }
+
+  group(prefix: string, base: string, tags: ReadonlyArray<readonly [string, string]>): StatGroup {
+    let g = this.groups.get(prefix);
+    if (!g) { g = new StatGroup({ prefix, base, tags }); this.groups.set(prefix, g); }
+    return g;
   }
 
   counter(name: string): Counter {
@@ -78,6 +102,35 @@ export class StatsStore {
     let h = this.histograms.get(name);
     if (!h) { h = new Histogram(); this.histograms.set(name, h); }
     return h;
+  }
+
+  /** Every stat of a kind with its full name and, for scoped stats, its scope's tags (read paths only). */
+  each<K extends StatKind>(kind: K, fn: (name: string, stat: StatOf[K], tags: StatTags | undefined) => void): void {
+    for (const [name, stat] of this[kind] as Map<string, StatOf[K]>) fn(name, stat, undefined);
+    for (const g of this.groups.values()) {
+      for (const [rest, stat] of g[kind] as Map<string, StatOf[K]>) fn(g.tags.prefix + rest, stat, g.tags);
+    }
+  }
+
+  /** A stat by its full name, scoped or not, without creating it (admin and tests). */
+  find<K extends StatKind>(kind: K, name: string): StatOf[K] | undefined {
+    const flat = (this[kind] as Map<string, StatOf[K]>).get(name);
+    if (flat) return flat;
+    for (let dot = name.indexOf('.'); dot !== -1; dot = name.indexOf('.', dot + 1)) {
+      const g = this.groups.get(name.slice(0, dot + 1));
+      const stat = g && (g[kind] as Map<string, StatOf[K]>).get(name.slice(dot + 1));
+      if (stat) return stat;
+    }
+    return undefined;
+  }
+
+  /** The tags of a scoped stat by its full name. */
+  tagsOf(name: string): StatTags | undefined {
+    for (let dot = name.indexOf('.'); dot !== -1; dot = name.indexOf('.', dot + 1)) {
+      const g = this.groups.get(name.slice(0, dot + 1));
+      if (g) return g.tags;
+    }
+    return undefined;
   }
 }
 
@@ -105,25 +158,16 @@ export class CodeClassCounters {
   }
 }
 
-/** A named group of stats sharing a prefix and Prometheus tags. */
+/** A named group of stats sharing a prefix and Prometheus tags; several scopes may share one prefix. */
 export class Scope {
   private readonly store: StatsStore;
-  private readonly prefix: string;
-  private readonly record: StatTags;
-  /** Every name handed out, for release(). */
+  private readonly group: StatGroup;
+  /** Every name this scope handed out, for release(). */
   private readonly created: string[] = [];
 
   constructor(store: StatsStore, prefix: string, base: string, tags: ReadonlyArray<readonly [string, string]>) {
     this.store = store;
-    this.prefix = prefix;
-    this.record = { prefix, base, tags };
-  }
-
-  private tag(suffix: string): string {
-    const name = this.prefix + suffix;
-    if (!this.store.tags.has(name)) this.store.tags.set(name, this.record);
-    this.created.push(name);
-    return name;
+    this.group = store.group(prefix, base, tags);
   }
 
   /**
@@ -131,12 +175,30 @@ export class Scope {
    * with it). Holders of the old objects may still bump them; they are no longer published.
    */
   release(): void {
-    const s = this.store;
-    for (const name of this.created) { s.counters.delete(name); s.gauges.delete(name); s.histograms.delete(name); s.tags.delete(name); }
+    const g = this.group;
+    for (const rest of this.created) { g.counters.delete(rest); g.gauges.delete(rest); g.histograms.delete(rest); }
     this.created.length = 0;
+    if (g.empty && this.store.groups.get(g.tags.prefix) === g) this.store.groups.delete(g.tags.prefix);
   }
 
-  counter(suffix: string): Counter { return this.store.counter(this.tag(suffix)); }
-  gauge(suffix: string): Gauge { return this.store.gauge(this.tag(suffix)); }
-  histogram(suffix: string): Histogram { return this.store.histogram(this.tag(suffix)); }
+  counter(rest: string): Counter {
+    let c = this.group.counters.get(rest);
+    if (!c) { c = new Counter(); this.group.counters.set(rest, c); }
+    this.created.push(rest);
+    return c;
+  }
+
+  gauge(rest: string): Gauge {
+    let g = this.group.gauges.get(rest);
+    if (!g) { g = new Gauge(); this.group.gauges.set(rest, g); }
+    this.created.push(rest);
+    return g;
+  }
+
+  histogram(rest: string): Histogram {
+    let h = this.group.histograms.get(rest);
+    if (!h) { h = new Histogram(); this.group.histograms.set(rest, h); }
+    this.created.push(rest);
+    return h;
+  }
 }

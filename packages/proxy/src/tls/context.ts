@@ -2,11 +2,12 @@ import { createSecureContext, type SecureContext, type SecureContextOptions } fr
 import type { Msg } from '../config/fields.ts';
 import { readDataSource } from '../config/data-source.ts';
 import { ConfigError } from '../core/errors.ts';
-import { log } from '../core/log.ts';
+import { logger } from '../core/log.ts';
 import { secrets as threadSecrets, type SecretStore } from './secrets.ts';
 import { compileValidation, type ValidationConfig } from './validation.ts';
 import type { TypedSanMatcher } from '../matchers/san.ts';
 
+const log = logger('secret');
 
 export const UPSTREAM_TLS = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext';
 export const DOWNSTREAM_TLS = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext';

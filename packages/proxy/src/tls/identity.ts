@@ -1,7 +1,9 @@
-import { log } from '../core/log.ts';
+import { logger } from '../core/log.ts';
 import { secretManagerOptionsFromEnv } from './identity-env.ts';
 import { SecretManager } from './secret-manager.ts';
 import { secrets, type SecretStore } from './secrets.ts';
+
+const log = logger('secret');
 
 /**
  * Starts a secret manager when the environment asks for one (the sidecar's one identity) and waits

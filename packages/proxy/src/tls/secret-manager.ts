@@ -7,11 +7,13 @@
 import { existsSync, mkdirSync, readFileSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
-import { log } from '../core/log.ts';
+import { logger } from '../core/log.ts';
 import { createCertificate, type CaClientOptions, type CaCredential } from './ca-client.ts';
 import { tlsCertificateSecret, validationSecret, type SecretStore } from './secrets.ts';
 import { certFacts } from './x509.ts';
 import { CertificateManager, type WorkloadCertificate } from './cert-manager.ts';
+
+const log = logger('secret');
 
 export const DEFAULT_SECRET = 'default';
 export const ROOT_SECRET = 'ROOTCA';

@@ -10,9 +10,11 @@ import { ClusterStats } from './cluster-stats.ts';
 import { CircuitBreakers } from './circuit-breaker.ts';
 import { OutlierDetector, OutlierStats, type UpstreamResultCode } from './outlier.ts';
 import type { StatsStore } from '../stats/store.ts';
-import { log } from '../core/log.ts';
+import { logger } from '../core/log.ts';
 import { filterStateString, parseIpPort, ORIGINAL_DST_ADDRESS_KEY, type FilterState } from '../core/filter-state.ts';
 import { connectInternalHost } from './internal-upstream.ts';
+
+const log = logger('upstream');
 
 /** What a pick may depend on: the downstream connection's original destination, a header. */
 export interface PickContext {

@@ -10,7 +10,9 @@ import { DELTA_METHOD, SOTW_METHOD, TYPE_URL } from './discovery.ts';
 import { DeltaProtocol, MalformedResponse, SotwProtocol, type AdsProtocol, type ProtocolEvents, type TypeState } from './ads-protocol.ts';
 import type { XdsHandler } from './types.ts';
 import type { StatsStore } from '../stats/store.ts';
-import { log } from '../core/log.ts';
+import { logger } from '../core/log.ts';
+
+const log = logger('config');
 
 type Json = Record<string, unknown>;
 

@@ -9,12 +9,16 @@ import type { ListenerConfig } from '../listener/config.ts';
 import type { ListenerManager } from '../listener/manager.ts';
 import { occupiedAddress } from '../listener/bind-check.ts';
 import { rdsRoute } from '../http/rds.ts';
-import { log } from '../core/log.ts';
+import { logger } from '../core/log.ts';
 import { TYPE_URL } from './discovery.ts';
 import type { XdsRejection, XdsUpdate } from './types.ts';
 import type { ErrorLog, TrackedResource } from './state.ts';
 import type { InitialFetchTimers } from './fetch-timers.ts';
 import { adsSecretNames, compileOrWait, contentHash, ecdsNames, rdsSubscriptions, type RdsSubscription } from './resource-refs.ts';
+
+const log = logger('config');
+/** Envoy logs listener adds under its upstream logger (lds: add/update listener ...). */
+const upstreamLog = logger('upstream');
 
 type Json = Record<string, unknown>;
 
@@ -158,7 +162,10 @@ export class DynamicListeners {
       this.warming.delete(name);
       const previous = this.active.get(name);
       this.active.set(name, w.tracked);
-      binds.push(this.deps.listeners.addOrUpdate(w.config).catch((e: Error) => this.bindFailed(name, w.tracked, previous, e.message, out)));
+      const config = w.config;
+      binds.push(this.deps.listeners.addOrUpdate(config).then(
+        () => upstreamLog.info(`lds: add/update listener '${name}' ${config.internal ? '(internal)' : config.bindToPort ? `on ${config.address.address}:${config.address.port}` : `for ${config.address.address}:${config.address.port} (bind_to_port false)`}`),
+        (e: Error) => this.bindFailed(name, w.tracked, previous, e.message, out)));
     }
     await Promise.all(binds);
   }

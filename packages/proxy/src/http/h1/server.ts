@@ -7,7 +7,9 @@ import { leadingEmptyLines, partialHeadError } from './head-guard.ts';
 import { absoluteForm } from './request-target.ts';
 import { endAndLinger } from './linger.ts';
 import type { ConnInfo } from '../../listener/conn-info.ts';
-import { log } from '../../core/log.ts';
+import { logger } from '../../core/log.ts';
+
+const log = logger('http');
 
 export { H1Exchange } from './h1-exchange.ts';
 

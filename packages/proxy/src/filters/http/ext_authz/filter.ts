@@ -3,13 +3,15 @@ import type { Counter } from '../../../stats/store.ts';
 import type { Exchange } from '../../../http/exchange.ts';
 import { followBody, readBodyPrefix, type BodyPrefix } from '../../../http/buffered-body.ts';
 import { Flag } from '../../../http/response-flags.ts';
-import { log } from '../../../core/log.ts';
+import { logger } from '../../../core/log.ts';
 import type { FilterCallbacks, FilterStatus, HttpFilterScope, LiveHttpFilter } from '../types.ts';
 import type { BodySettings, ExtAuthzConfig, ExtAuthzPerRoute } from './config.ts';
 import { buildCheckRequest, checkBody, checkHeaders, type CheckInput } from './check-request.ts';
 import { grpcCheck } from './grpc-client.ts';
 import { httpCheck } from './http-client.ts';
 import { applyToRequest, applyToResponse, denialHeaders, errorResult, type AuthzResult } from './result.ts';
+
+const log = logger('ext_authz');
 
 /** The dynamic metadata namespace Envoy's ext_authz writes, whatever the filter's own name. */
 export const EXT_AUTHZ_METADATA = 'envoy.filters.http.ext_authz';

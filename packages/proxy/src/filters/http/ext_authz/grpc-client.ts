@@ -6,10 +6,12 @@ import type { Host } from '../../../upstream/host.ts';
 import type { TlsState } from '../../../tls/context.ts';
 import { sansMatch } from '../../../matchers/san.ts';
 import { messageToJson } from '../../../xds/decode.ts';
-import { log } from '../../../core/log.ts';
+import { logger } from '../../../core/log.ts';
 import type { GrpcAuthzService } from './config.ts';
 import { authProtos } from './protos.ts';
 import { errorResult, newResult, type AuthzResult, type HeaderPair, type ResponseHeaderAction } from './result.ts';
+
+const log = logger('ext_authz');
 
 const CHECK_METHOD = '/envoy.service.auth.v3.Authorization/Check';
 

@@ -6,10 +6,12 @@ import type { RequestRecord } from '../../../http/request-record.ts';
 import type { ClusterManager } from '../../../upstream/manager.ts';
 import type { Cluster } from '../../../upstream/cluster.ts';
 import type { Host } from '../../../upstream/host.ts';
-import { log } from '../../../core/log.ts';
+import { logger } from '../../../core/log.ts';
 import type { HttpAuthzService } from './config.ts';
 import { errorResult, newResult, type AuthzResult } from './result.ts';
 import type { HeaderPair } from './result.ts';
+
+const log = logger('ext_authz');
 
 /** The authorization server names request headers to strip from the upstream request in this header (OK answers only). */
 const HEADERS_TO_REMOVE = 'x-envoy-auth-headers-to-remove';

@@ -5,7 +5,9 @@ import type { Jwks } from './jwks.ts';
 import { RemoteJwksCache } from './remote-jwks.ts';
 import { checkRequirement, type Verified, type VerifyContext } from './requirement.ts';
 import { Status, type StatusText } from './verify.ts';
-import { log } from '../../../core/log.ts';
+import { logger } from '../../../core/log.ts';
+
+const log = logger('jwt');
 
 /** The metadata namespace Envoy's jwt_authn writes, whatever the filter's configured name. */
 export const JWT_METADATA = 'envoy.filters.http.jwt_authn';

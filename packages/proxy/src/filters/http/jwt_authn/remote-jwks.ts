@@ -1,9 +1,11 @@
 import type { ClusterManager } from '../../../upstream/manager.ts';
 import { fetchViaCluster } from '../../../upstream/http-fetch.ts';
 import type { Counter } from '../../../stats/store.ts';
-import { log } from '../../../core/log.ts';
+import { logger } from '../../../core/log.ts';
 import type { RemoteJwks } from './config.ts';
 import { parseJwks, type Jwks } from './jwks.ts';
+
+const log = logger('jwt');
 
 /**
  * One provider's remote JWKS: fetched through its cluster on first use (or at start with

@@ -3,7 +3,9 @@ import type { Decision } from '../../../policy/engine.ts';
 import { requestFacts } from '../../../policy/conn-facts.ts';
 import type { FilterCallbacks, FilterStatus, HttpFilterScope, LiveHttpFilter } from '../types.ts';
 import type { HttpRbacSettings } from './config.ts';
-import { log } from '../../../core/log.ts';
+import { logger } from '../../../core/log.ts';
+
+const log = logger('rbac');
 
 /** Metadata namespace Envoy's HTTP RBAC filter writes, whatever the filter's own name. */
 export const RBAC_METADATA = 'envoy.filters.http.rbac';

@@ -3,9 +3,11 @@ import type { ConnInfo } from '../../../listener/conn-info.ts';
 import type { Decision } from '../../../policy/engine.ts';
 import { connectionFacts } from '../../../policy/conn-facts.ts';
 import { deniedDetails } from '../../http/rbac/filter.ts';
-import { log } from '../../../core/log.ts';
+import { logger } from '../../../core/log.ts';
 import type { LiveNetworkFilter, NetworkFilterScope } from '../types.ts';
 import type { NetworkRbacConfig } from './config.ts';
+
+const log = logger('rbac');
 
 const NETWORK_RBAC_METADATA = 'envoy.filters.network.rbac';
 const FAILED: Decision = Object.freeze({ allowed: false, policy: '', log: false });

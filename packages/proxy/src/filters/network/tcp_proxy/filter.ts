@@ -15,7 +15,7 @@ import { upstreamExchange } from '../metadata_exchange/upstream.ts';
 import { TLSSocket } from 'node:tls';
 import { TcpRecord } from './record.ts';
 import { socketLocalAddress } from '../../../upstream/h1-pool.ts';
-import { log } from '../../../core/log.ts';
+import { logger } from '../../../core/log.ts';
 import { setRelayedBytes } from '../../../listener/conn-bytes.ts';
 
 /** Connection filter state: the cluster tcp_proxy picked (Istio's TCP stats label the service by it). */
@@ -23,6 +23,8 @@ export const UPSTREAM_CLUSTER_STATE = 'envoy.tcp_proxy.cluster';
 /** The chosen upstream endpoint (host:port), for the client side's telemetry. */
 export const UPSTREAM_HOST_STATE = 'envoy.tcp_proxy.upstream_host';
 import { FilterStateObject, setFilterState } from '../../../core/filter-state.ts';
+
+const log = logger('filter');
 
 const PROPAGATE_RESPONSE_HEADERS_KEY = 'envoy.tcp_proxy.propagate_response_headers';
 
