@@ -145,7 +145,7 @@ describe('HBONE over mutual TLS', { timeout: 60_000 }, () => {
       const p = pool();
       const t = await p.connect({ sourceIdentity: CLIENT, destinationIdentity: SERVER, destination: `127.0.0.1:${listener.boundPort}` }, `127.0.0.1:${f.echoPort}`);
       assert.equal(await roundTrip(t.stream, 100_000), 100_000);
-      assert.equal(store.counter('listener.hbone.downstream_cx_total').value, 1);
+      assert.equal(store.scope('listener', 'envoy_listener_address', 'hbone').counter('downstream_cx_total').value, 1);
       listener.drain();
       await until(() => server.sessionCount === 0);
     } finally {
