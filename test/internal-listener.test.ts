@@ -4,7 +4,7 @@
 // 2. The HBONE shape Istio builds: proxy 1 `connect_originate` (internal listener, set_internal_dst_address,
 //    tcp_proxy tunneling_config over HTTP/2 CONNECT with mutual TLS) → proxy 2 `connect_terminate`
 //    (istio_authn, HCM CONNECT termination with connect_authority / connect_baggage) → internal listener
-//    `main_internal` (set_internal_dst_address, filter chain matched on the restored port) → echo backend.
+//    `main_internal` (set_internal_dst_address; istiod's filter_chain_matcher on the restored IP and port) → echo backend.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -24,6 +24,7 @@ const RAW = 'type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v
 const FILE_LOG = 'type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog';
 const CLIENT_ID = 'spiffe://cluster.local/ns/default/sa/sleep';
 const SERVER_ID = 'spiffe://cluster.local/ns/default/sa/httpbin';
+const NET_INPUT = 'type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.';
 const BAGGAGE = 'k8s.cluster.name=Kubernetes,k8s.namespace.name=default,k8s.deployment.name=sleep,service.name=sleep,service.version=v1';
 
 const internalListenerExtension: Json = {
@@ -202,8 +203,19 @@ describe('HBONE shape: connect_originate → HTTP/2 CONNECT over mTLS → connec
             name: 'main_internal',
             internal_listener: {},
             listener_filters: [setInternalDst],
+            // istiod's waypoint shape: the restored destination IP, then port, names the chain.
+            filter_chain_matcher: { matcher_tree: {
+              input: { name: 'ip', typed_config: { '@type': `${NET_INPUT}DestinationIPInput` } },
+              custom_match: { name: 'ip', typed_config: { '@type': 'type.googleapis.com/xds.type.matcher.v3.IPMatcher', range_matchers: [{
+                ranges: [{ address_prefix: '127.0.0.1', prefix_len: 32 }],
+                on_match: { matcher: { matcher_tree: {
+                  input: { name: 'port', typed_config: { '@type': `${NET_INPUT}DestinationPortInput` } },
+                  exact_match_map: { map: { [String(echo.port)]: { action: { name: 'inbound-vip', typed_config: { '@type': 'type.googleapis.com/google.protobuf.StringValue', value: 'inbound-vip' } } } } },
+                } } },
+              }] } },
+            } },
             filter_chains: [{
-              filter_chain_match: { destination_port: echo.port },
+              name: 'inbound-vip',
               filters: [tcpProxy('inbound', {
                 stat_prefix: 'main_internal',
                 access_log: [{ name: 'file', typed_config: { '@type': FILE_LOG, path: logPath, log_format: { text_format_source: { inline_string:

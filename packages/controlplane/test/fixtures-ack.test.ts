@@ -5,9 +5,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { loadFile } from '../src/files.ts';
 import { decodeResource, TYPE_URL } from '@skua/proxy/xds';
-import { DynamicConfig, ClusterManager, ListenerManager, StatsStore } from '@skua/proxy/envoy';
+import { DynamicConfig, ClusterManager, ListenerManager, StatsStore, compileBootstrap } from '@skua/proxy/envoy';
 import type { XdsResource } from '@skua/proxy/xds';
 
 const FIXTURES = fileURLToPath(new URL('../../../../shared/fixtures/istio-istio/istioctl/pkg/', import.meta.url));
@@ -22,6 +23,11 @@ const FILES = [
   'writer/envoy/configdump/testdata/secret/istio/config_dump.json',
   'writer/envoy/configdump/testdata/ecds/configdump.json',
 ];
+/** istiod's waypoint dumps: every resource must be accepted (the matcher tree, peer metadata, WDS discovery). */
+const WAYPOINT_DUMPS = new Set(['proxyconfig/testdata/config_dump.json', 'writer/compare/testdata/configdump.json']);
+/** pilot-agent's rendered bootstraps (sidecar and ambient), compiled as the proxy loads them. */
+const BOOTSTRAPS = ['default_golden.json', 'ambient_golden.json'];
+const BOOTSTRAP_DIR = fileURLToPath(new URL('../../../../shared/fixtures/istio-istio/pkg/bootstrap/testdata/', import.meta.url));
 const ORDER = [TYPE_URL.cluster, TYPE_URL.endpoint, TYPE_URL.route, TYPE_URL.secret, TYPE_URL.extension, TYPE_URL.listener];
 
 interface Row { file: string; type: string; name: string; result: string }
@@ -54,7 +60,17 @@ describe('istiod-generated fixtures through the control plane and the proxy xDS 
         // A precise NACK names a field path and says what is missing.
         assert.match(row.result, /^[\w.[\]\-"@]+: .*(unsupported|not supported|is required|are not supported)/, `${row.name}: ${row.result}`);
       }
+      if (WAYPOINT_DUMPS.has(f)) for (const row of r) assert.equal(row.result, 'ACK', `waypoint ${row.type} ${row.name}`);
       rows.push(...r);
+    });
+  }
+  for (const f of BOOTSTRAPS) {
+    test(`bootstrap ${f}: compiles, or refuses precisely`, () => {
+      let result = 'ACK';
+      try { compileBootstrap(JSON.parse(readFileSync(BOOTSTRAP_DIR + f, 'utf8')) as Record<string, unknown>); } catch (e) { result = (e as Error).message; }
+      // Pipe clusters, the internal listener and (ambient) workload discovery extensions, the compressors.
+      assert.equal(result, 'ACK', f);
+      rows.push({ file: `pkg/bootstrap/testdata/${f}`, type: 'Bootstrap', name: f.replace('_golden.json', ''), result });
     });
   }
   test('table', () => {

@@ -19,6 +19,14 @@ import { TimeSlice } from './core/time-slice.ts';
 import { drainSignals, type DrainStrategy } from './core/drain.ts';
 import { OverloadManager, overloadState } from './core/overload.ts';
 import { setUnknownFieldPolicy } from './xds/decode.ts';
+import { workloadDiscovery } from './telemetry/istio/workload-peers.ts';
+
+/** istio.workload.BootstrapExtension: every Workload delivered over ADS feeds this thread's peer index. */
+const WORKLOAD_SINK: ExtraTypeSink = {
+  wildcard: true,
+  apply: (name, json) => workloadDiscovery.apply(name, json),
+  remove: (name) => workloadDiscovery.remove(name),
+};
 
 export interface ServerOptions {
   readonly concurrency: number;
@@ -143,6 +151,8 @@ export class ProxyServer {
     this.dynamic = dynamic;
     // Workers get every secret from the main thread's store (workers.ts), ADS-pushed ones included;
     // they time no fetches and bind no probes: the main thread decides and forwards.
+    // Workers apply the forwarded Workload updates too: each thread's peer lookups read its own index.
+    if (this.bootstrap.extensions.workloadDiscovery) dynamic.setSink(TYPE_URL.workload, WORKLOAD_SINK);
     if (this.options.xdsFollower) { dynamic.fetchTimers.enabled = false; dynamic.retainConfig = false; return; }
     this.applyUnknownFieldPolicy();
     dynamic.setSink(TYPE_URL.secret, { apply: (name, json) => { secrets.update(name, json); }, remove: (name) => secrets.remove(name) });

@@ -20,7 +20,7 @@ function entry(over: Partial<LogEntry> = {}, req: H = {}, resp: H = {}): LogEntr
   const respHeaders: H = { 'x-envoy-upstream-service-time': '100', ...resp };
   return {
     startTime: Date.UTC(2016, 3, 15, 20, 17, 0, 310), protocol: 'HTTP/2', status: 204, flags: '-', details: 'via_upstream',
-    bytesReceived: 154, bytesSent: 0, durationMs: 226, upstreamHost: '10.0.2.1:80', upstreamCluster: 'locations_cluster',
+    bytesReceived: 154, bytesSent: 0, durationMs: 226, upstreamHost: '10.0.2.1:80', upstreamCluster: 'locations_cluster', upstreamLocalAddress: '10.0.1.7:40200',
     routeName: 'default_route', conn: CONN,
     requestHeader: (n) => reqHeaders[n],
     responseHeader: (n) => respHeaders[n],

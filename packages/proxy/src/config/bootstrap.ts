@@ -107,6 +107,9 @@ export function compileBootstrap(given: Record<string, unknown>, options: Compil
   const dr = m.msg('dynamic_resources');
   const dynamic = dr ? readDynamicResources(dr) : undefined;
   if (dynamic && !clusterNames.has(dynamic.clusterName)) throw dr!.error('ads_config.grpc_services[0].envoy_grpc.cluster_name', `unknown cluster '${dynamic.clusterName}'`);
+  if (extensions.workloadDiscovery && !dynamic) {
+    throw new ConfigError(extensions.workloadDiscovery.path, 'workload discovery over ADS needs dynamic_resources.ads_config');
+  }
   const internal = listeners.findIndex((l) => l.internal);
   if (internal >= 0 && !extensions.internalListener) {
     throw new ConfigError(`static_resources.listeners[${internal}].internal_listener`, 'internal listeners need the envoy.bootstrap.internal_listener bootstrap extension');

@@ -70,10 +70,25 @@ export function sharedWithUpstream(...sources: Array<FilterState | undefined>): 
     for (const [k, v] of fs) {
       if (!(v instanceof FilterStateObject) || v.shared === 'NONE') continue;
       out ??= new Map();
-      out.set(k, v.shared === 'ONCE' ? new FilterStateObject(v.value, 'NONE', v.readOnly) : v);
+      out.set(k, v.shared === 'ONCE' ? unsharedCopy(v) : v);
     }
   }
   return out;
+}
+
+/**
+ * A ONCE object as the upstream side holds it: the same kind of object (a peer stays a peer for
+ * telemetry), no longer shared. Made once per object, so a long-lived object (a discovered peer)
+ * yields one copy, not one per connection.
+ */
+const onceCopies = new WeakMap<FilterStateObject, FilterStateObject>();
+function unsharedCopy(v: FilterStateObject): FilterStateObject {
+  let c = onceCopies.get(v);
+  if (!c) {
+    c = Object.assign(Object.create(Object.getPrototypeOf(v) as object) as FilterStateObject, v, { shared: 'NONE' });
+    onceCopies.set(v, c);
+  }
+  return c;
 }
 
 /** `ip:port` / `[v6]:port` as an address, undefined when it is not one. */

@@ -22,6 +22,8 @@ export function sendLocalReply(rec: RequestRecord, status: number, body: string 
   const ct = ex.headers['content-type'];
   if (typeof ct === 'string' && ct.startsWith('application/grpc')) return grpcLocalReply(rec, status, body, s, headers);
   rec.filters?.encodeHeaders(status, headers as Record<string, string>);
+  // An encoder filter (the compressor) took the response: the body goes out encoded.
+  if (rec.bodyEncoder !== undefined && body !== undefined) body = rec.bodyEncoder.encodeAll(typeof body === 'string' ? Buffer.from(body) : body);
   const len = body === undefined ? 0 : Buffer.byteLength(body);
   headers['content-length'] = len;
   if (len > 0 && headers['content-type'] === undefined) headers['content-type'] = 'text/plain';

@@ -2,6 +2,8 @@ import type { Exchange } from './exchange.ts';
 import type { ResponseFlag } from './response-flags.ts';
 import type { LogEntry } from '../telemetry/log-entry.ts';
 import type { ConnInfo } from '../listener/conn-info.ts';
+import type { Host } from '../upstream/host.ts';
+import type { BodyEncoder } from './body-encoder.ts';
 import { wallClockMs } from '../core/clock.ts';
 
 /** One request's outcome: the single source for stats and access logs. */
@@ -15,7 +17,11 @@ export class RequestRecord implements LogEntry {
   bytesSent = 0;
   durationMs = 0;
   upstreamHost = '';
+  /** The host behind upstreamHost (its address kind and endpoint metadata: peer_metadata's upstream discovery). */
+  upstreamHostInfo: Host | undefined = undefined;
   upstreamCluster = '';
+  /** The upstream connection's local address (%UPSTREAM_LOCAL_ADDRESS%); '' before one carried the request. */
+  upstreamLocalAddress = '';
   upstreamServiceTimeMs = -1;
   routeName = '';
   /** The request's :path before any rewrite (Envoy's x-envoy-original-path). */
@@ -33,6 +39,8 @@ export class RequestRecord implements LogEntry {
   localReplyBody: string | undefined;
   /** Envoy's dynamic metadata: filter namespace → fields, made on first use (RBAC, jwt_authn). */
   metadata: Map<string, Record<string, unknown>> | undefined;
+  /** Set by an encoder filter (the compressor) from encodeHeaders: the response body goes through it. */
+  bodyEncoder: BodyEncoder | undefined = undefined;
   /** Set when the HCM has HTTP filters: response headers pass through them. */
   filters: { encodeHeaders(status: number, headers: Record<string, string | string[] | undefined>): void } | undefined;
 

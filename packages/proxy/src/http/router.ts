@@ -189,6 +189,7 @@ export function planForward(ex: Exchange, s: RouterSettings, rec: RequestRecord,
     return undefined;
   }
   rec.upstreamHost = host.hostPort;
+  rec.upstreamHostInfo = host;
   const headers = upstreamHeaders(ex, s, rec, vhost, route, a, host);
   let path = ex.path;
   if (a.prefixRewrite !== undefined && route.matchedPrefix) path = a.prefixRewrite + path.slice(route.matchedPrefix.length);

@@ -14,7 +14,9 @@ export function connectHost(cluster: Cluster, host: Host, filterState?: FilterSt
   const cfg = cluster.config;
   cluster.stats.cxTotal.inc();
   cluster.stats.cxActive.inc();
-  const socket = host.internal ? connectInternalHost(cluster, host, filterState, requestState) : host.tls
+  const socket = host.internal ? connectInternalHost(cluster, host, filterState, requestState)
+    : host.pipe !== undefined ? netConnect({ path: host.pipe, allowHalfOpen: true })
+    : host.tls
     ? connectUpstreamTls(host.tls, host.address, host.port, [], cluster.stats.ssl)
     : netConnect({ host: host.address, port: host.port, noDelay: true, allowHalfOpen: true, localAddress: cfg.sourceAddress });
   socket.once('close', () => cluster.stats.cxActive.dec());

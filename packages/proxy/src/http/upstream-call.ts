@@ -8,6 +8,7 @@ import { Flag, LocalBody, type ResponseFlag } from './response-flags.ts';
 import type { RequestRecord } from './request-record.ts';
 import { isOverflow, UPSTREAM_OVERFLOW, UpstreamResult, type Cluster } from '../upstream/cluster.ts';
 import type { Host } from '../upstream/host.ts';
+import type { UpstreamConnectionInfo } from '../upstream/h1-pool.ts';
 import { backoffMs, retriableResponse, RetryOn, type RetryPolicy } from './retry-policy.ts';
 import type { ReplayableBody } from './replay-body.ts';
 import { applySetCookies } from './hash-policy.ts';
@@ -98,7 +99,7 @@ export class UpstreamRequest {
     const { p } = this;
     if (p.timeoutMs > 0) this.globalTimer = setTimeout(globalTimeout, p.timeoutMs, this);
     if (p.idleTimeoutMs > 0) this.idleTimer = setInterval(idleCheck, p.idleTimeoutMs, this);
-    p.ex.watch(() => this.attempt?.resume(), () => this.downstreamClosed());
+    p.ex.watch(() => { p.rec.bodyEncoder?.drained(); this.attempt?.resume(); }, () => this.downstreamClosed());
     this.send(p.host);
   }
 
@@ -108,6 +109,7 @@ export class UpstreamRequest {
     this.attempts++;
     this.tried.push(host);
     p.rec.upstreamHost = host.hostPort;
+    p.rec.upstreamHostInfo = host;
     if (p.attemptCountHeader) p.headers['x-envoy-attempt-count'] = String(this.attempts);
     const att = new Attempt(this, host, this.attempts);
     this.attempt = att;
@@ -216,19 +218,28 @@ export class UpstreamRequest {
     rec.filters?.encodeHeaders(status, h);
     rec.responseHeaders = h;
     p.ex.respond(status, h as OutgoingHttpHeaders, endStream);
+    if (rec.bodyEncoder !== undefined) {
+      if (endStream) rec.bodyEncoder = undefined;
+      else rec.bodyEncoder.start(p.ex, rec, () => this.resume());
+    }
     if (this.attempts > 1 && status < 500) this.stats.success.inc();
   }
 
   onData(chunk: Buffer): boolean {
     this.activity++;
-    this.p.rec.bytesSent += chunk.length;
-    this.p.rec.dataTap?.response(chunk);
+    const rec = this.p.rec;
+    rec.dataTap?.response(chunk);
+    // An encoder (compressor) counts the bytes it sends.
+    if (rec.bodyEncoder !== undefined) return rec.bodyEncoder.write(chunk);
+    rec.bytesSent += chunk.length;
     return this.p.ex.write(chunk);
   }
 
   onEnd(trailers: Headers | undefined): void {
     if (this.done) return;
     this.p.rec.responseTrailers = trailers;
+    const enc = this.p.rec.bodyEncoder;
+    if (enc !== undefined) { enc.end(trailers, () => this.finish()); return; }
     this.p.ex.end(trailers);
     this.finish();
   }
@@ -377,6 +388,11 @@ class Attempt implements Dispatcher.DispatchHandler {
     const alpn = p.rec.filterState?.get(ALPN_OVERRIDE_STATE) as AlpnOverrides | undefined;
     const override = alpn && this.host.tls ? alpn[http2 ? 'HTTP2' : p.ex.protocol === 'HTTP/1.0' && p.cluster.config.protocol === 'downstream' ? 'HTTP10' : 'HTTP11'] : undefined;
     p.cluster.httpPool(this.host, http2, override).dispatch({ path: p.path, method: p.ex.method, headers: p.headers, body }, this);
+  }
+
+  /** The connection carrying this attempt (%UPSTREAM_LOCAL_ADDRESS%). */
+  onUpstreamConnection(c: UpstreamConnectionInfo): void {
+    this.parent.plan.rec.upstreamLocalAddress = c.localAddress;
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {

@@ -1,7 +1,8 @@
 import type { Msg } from '../config/fields.ts';
 import { readAddress, type SocketAddress } from '../config/address.ts';
 import { compileDownstreamTls, DOWNSTREAM_TLS, type DownstreamTls } from '../tls/context.ts';
-import { compileFilterChainMatcher, type FilterChainMatcher } from './filter-chain-match.ts';
+import { compileFilterChainMatcher } from './filter-chain-match.ts';
+import { chainsByName, compileChainMatcherTree, type ChainSelector } from './matcher-tree.ts';
 import { compileFilterDisabled, NEVER_DISABLED, type DisabledPredicate } from './filter-disabled.ts';
 import { NETWORK_FILTERS_BY_NAME, NETWORK_FILTERS_BY_URL } from '../filters/network/registry.ts';
 import type { NetworkFilterConfig } from './network-filter.ts';
@@ -47,7 +48,8 @@ export interface ListenerConfig {
   readonly internal: boolean;
   readonly listenerFiltersTimeoutMs: number;
   readonly continueOnListenerFiltersTimeout: boolean;
-  readonly chains: FilterChainMatcher<FilterChainConfig>;
+  /** filter_chain_match, or filter_chain_matcher when set (then the chains' matches are ignored, as in Envoy). */
+  readonly chains: ChainSelector<FilterChainConfig>;
   readonly chainCount: number;
   /** Some chain terminates TLS (the listener keeps ssl.* stats). */
   readonly tls: boolean;
@@ -58,7 +60,7 @@ export interface ListenerConfig {
 }
 
 export function compileListener(m: Msg, index: number): ListenerConfig {
-  for (const f of ['api_listener', 'udp_listener_config', 'additional_addresses', 'filter_chain_matcher', 'access_log', 'connection_balance_config']) {
+  for (const f of ['api_listener', 'udp_listener_config', 'additional_addresses', 'access_log', 'connection_balance_config']) {
     if (m.has(f)) throw m.error(f, 'is not supported yet');
   }
   const name = m.str('name') || `listener_${index}`;
@@ -87,6 +89,10 @@ export function compileListener(m: Msg, index: number): ListenerConfig {
   if (chains.length === 0 && !dfc) throw m.error('filter_chains', 'at least one filter chain is required');
   const compiled = chains.map((c) => ({ match: c.msg('filter_chain_match'), value: compileChain(c), name: c.str('name') }));
   const defaultChain = dfc ? compileChain(dfc) : undefined;
+  const matcher = m.msg('filter_chain_matcher');
+  const selector = matcher
+    ? compileChainMatcherTree(matcher, chainsByName(compiled.map((c) => c.name), compiled.map((c) => c.value), (i) => `${m.field('filter_chains')}[${i}].name`), defaultChain)
+    : compileFilterChainMatcher(compiled, defaultChain);
   return {
     name,
     address,
@@ -100,7 +106,7 @@ export function compileListener(m: Msg, index: number): ListenerConfig {
     internal,
     listenerFiltersTimeoutMs: m.durationMs('listener_filters_timeout', 15_000),
     continueOnListenerFiltersTimeout: m.bool('continue_on_listener_filters_timeout'),
-    chains: compileFilterChainMatcher(compiled, defaultChain),
+    chains: selector,
     chainCount: chains.length + (dfc ? 1 : 0),
     tls: compiled.some((c) => c.value.tls !== undefined) || defaultChain?.tls !== undefined,
     statPrefix: m.str('stat_prefix') || (internal ? name : `${address.address}_${address.port}`),

@@ -319,6 +319,6 @@ class SourceTypeNode<T> implements Node<T> {
 }
 
 /** Envoy's isSameIpOrLoopback: a non-IP peer (pipe), a loopback peer, or peer IP == local IP. */
-function isLocalConnection(f: ConnectionFacts): boolean {
+export function isLocalConnection(f: ConnectionFacts): boolean {
   return !isIp(f.sourceIp) || isLoopback(f.sourceIp) || sameIp(f.sourceIp, f.destinationIp);
 }

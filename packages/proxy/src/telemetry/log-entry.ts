@@ -13,6 +13,8 @@ export interface LogEntry {
   readonly durationMs: number;
   readonly upstreamHost: string;
   readonly upstreamCluster: string;
+  /** The upstream connection's local address ('' when none carried the request / connection). */
+  readonly upstreamLocalAddress: string;
   readonly routeName: string;
   readonly conn: ConnInfo;
   /** The text of a local reply, for %LOCAL_REPLY_BODY% in local_reply_config formats. */

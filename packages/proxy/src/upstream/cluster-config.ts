@@ -40,6 +40,8 @@ export interface EndpointConfig {
   readonly socketMatch: Readonly<Record<string, unknown>> | undefined;
   /** envoy_internal_address: connect in-process to this internal listener. */
   readonly internal: InternalEndpoint | undefined;
+  /** pipe: the unix domain socket path to connect to (Linux abstract names start with NUL). */
+  readonly pipe?: string;
   /** LbEndpoint.metadata.filter_metadata (what internal_upstream passthrough_metadata can copy). */
   readonly metadata: Readonly<Record<string, unknown>> | undefined;
 }
@@ -254,7 +256,9 @@ export function readLoadAssignment(la: Msg, type: ClusterConfig['type']): Endpoi
       const ep = lbe.requiredMsg('endpoint');
       const am = ep.requiredMsg('address');
       const internal = readInternalEndpoint(am, type);
-      const address = internal ? { address: `envoy://${internal.listener}/${internal.endpointId}`, port: 0, isName: false } : readAddress(am, type === 'STRICT_DNS' || type === 'LOGICAL_DNS');
+      const pipe = readPipeEndpoint(am, type);
+      const address = internal ? { address: `envoy://${internal.listener}/${internal.endpointId}`, port: 0, isName: false }
+        : pipe !== undefined ? { address: pipe.name, port: 0, isName: false } : readAddress(am, type === 'STRICT_DNS' || type === 'LOGICAL_DNS');
       const health = lbe.enumOf('health_status', HEALTH);
       const socketMatch = lbe.msg('metadata')?.msg('filter_metadata')?.msg(SOCKET_MATCH_KEY)?.raw;
       out.push({
@@ -270,6 +274,7 @@ export function readLoadAssignment(la: Msg, type: ClusterConfig['type']): Endpoi
         subZone: loc?.str('sub_zone') ?? '',
         socketMatch,
         internal,
+        pipe: pipe?.path,
         metadata: readFilterMetadata(lbe),
       });
     }
@@ -333,6 +338,7 @@ function checkInternalEndpoints(m: Msg, endpoints: EndpointConfig[], tls: boolea
     if (tls) throw m.error('transport_socket', 'TLS to internal listener endpoints is not supported');
     if (protocol === 'http2') throw m.error('http2_protocol_options', 'HTTP/2 to internal listener endpoints is not supported yet');
   }
+  if (tls && endpoints.some((e) => e.pipe !== undefined)) throw m.error('transport_socket', 'TLS to unix domain socket (pipe) endpoints is not supported yet');
   return endpoints;
 }
 
@@ -360,6 +366,20 @@ function readInternalEndpoint(a: Msg, type: ClusterConfig['type']): InternalEndp
   if (!ia) return undefined;
   if (type !== 'STATIC' && type !== 'EDS') throw a.error('envoy_internal_address', `internal addresses need a STATIC or EDS cluster, not ${type}`);
   return { listener: ia.requiredStr('server_listener_name'), endpointId: ia.str('endpoint_id') };
+}
+
+/**
+ * pipe endpoints (Envoy's Pipe address): STATIC and EDS clusters. `@name` is a Linux abstract socket;
+ * the host prints as the path, as Envoy prints a pipe address. `mode` is a listener's concern.
+ */
+function readPipeEndpoint(a: Msg, type: ClusterConfig['type']): { path: string; name: string } | undefined {
+  const p = a.msg('pipe');
+  if (!p) return undefined;
+  if (type !== 'STATIC' && type !== 'EDS') throw a.error('pipe', `unix domain socket addresses need a STATIC or EDS cluster, not ${type}`);
+  p.onlyFields(['path', 'mode']);
+  const name = p.requiredStr('path');
+  if (name === '@') throw p.error('path', 'an abstract socket needs a name after @');
+  return { path: name.startsWith('@') ? `\0${name.slice(1)}` : name, name };
 }
 
 function readFilterMetadata(m: Msg): Readonly<Record<string, unknown>> | undefined {

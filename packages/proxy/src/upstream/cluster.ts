@@ -1,5 +1,5 @@
 import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
+import { connect as netConnect, isIP, type Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { H1Pool, type H1PoolOptions, type UpstreamRequest } from './h1-pool.ts';
 import { H2Pool } from './h2-pool.ts';
@@ -85,7 +85,7 @@ export class Cluster {
     if (this.config.socketMatches.length) this.stats.matchCount(m.name).inc();
     return new Host(address, e.address.port, {
       hostname, weight: e.weight, priority: e.priority, zone: e.zone, region: e.region, subZone: e.subZone,
-      localityWeight: e.localityWeight, degraded: e.degraded, healthy: e.healthy, tls: m.tls, internal: e.internal, metadata: e.metadata,
+      localityWeight: e.localityWeight, degraded: e.degraded, healthy: e.healthy, tls: m.tls, internal: e.internal, pipe: e.pipe, metadata: e.metadata,
     });
   }
 
@@ -261,7 +261,7 @@ export class Cluster {
     const stats = this.stats;
     return {
       // Pooled HTTP connections carry the endpoint's passthrough metadata only; per-request filter state would split the pool.
-      connect: host.internal ? () => connectInternalHost(this, host, undefined) : undefined,
+      connect: host.internal ? () => connectInternalHost(this, host, undefined) : host.pipe !== undefined ? connectPipe(host.pipe) : undefined,
       address: host.address,
       port: host.port,
       localAddress: cfg.sourceAddress,
@@ -326,3 +326,7 @@ function parseHostPort(v: string): { address: string; port: number } | undefined
 export { UpstreamResult } from './outlier.ts';
 export { isOverflow, UPSTREAM_OVERFLOW } from './h1-pool.ts';
 
+/** A pipe endpoint's connector for the HTTP pools: a unix domain socket, not TCP. */
+function connectPipe(path: string): () => Socket {
+  return () => netConnect({ path });
+}

@@ -10,6 +10,8 @@ import { connectUpstreamTls } from '../tls/upstream-connect.ts';
 import type { SslStats } from '../tls/ssl-stats.ts';
 import type { CircuitBreakers } from './circuit-breaker.ts';
 import type { ClusterStats } from './cluster-stats.ts';
+import { formatHostPort } from '../config/address.ts';
+import { canonicalIp } from '../core/canonical-ip.ts';
 
 export interface H1PoolOptions {
   readonly address: string;
@@ -42,7 +44,20 @@ export interface UpstreamRequest {
   readonly body: Readable | null;
 }
 
-type Handler = Dispatcher.DispatchHandler;
+/** What a dispatch handler may learn of the connection that carries its request. */
+export interface UpstreamConnectionInfo {
+  /** The connection's local `ip:port` (an internal connection's envoy:// name), for %UPSTREAM_LOCAL_ADDRESS%. */
+  readonly localAddress: string;
+}
+/** An undici handler that may also want the connection (the router's attempt: access logs). */
+export type UpstreamHandler = Dispatcher.DispatchHandler & { onUpstreamConnection?(c: UpstreamConnectionInfo): void };
+type Handler = UpstreamHandler;
+
+/** A connected socket's local address as Envoy prints it, read once per connection. */
+export function socketLocalAddress(socket: { readonly localAddress?: string; readonly localPort?: number }): string {
+  const a = socket.localAddress ?? '';
+  return socket.localPort ? formatHostPort(canonicalIp(a), socket.localPort) : a;
+}
 const NO_CONTEXT: object = Object.freeze({});
 const EMPTY = Buffer.alloc(0);
 /**
@@ -255,8 +270,9 @@ function sweepIdle(pool: H1Pool): void {
 }
 
 /** One upstream HTTP/1.1 connection: writes a request, parses its response, repeats. */
-class H1ClientConnection {
+class H1ClientConnection implements UpstreamConnectionInfo {
   readonly socket: Socket;
+  localAddress = '';
   private readonly pool: H1Pool;
   private call: Call | undefined;
   private buf: Buffer = EMPTY;
@@ -285,6 +301,7 @@ class H1ClientConnection {
     if (o.connectTimeoutMs > 0) socket.setTimeout(o.connectTimeoutMs);
     socket.once(o.tls ? 'secureConnect' : 'connect', () => {
       this.connected = true;
+      this.localAddress = socketLocalAddress(socket);
       socket.setTimeout(0);
       o.onConnect();
       const call = this.call;
@@ -313,6 +330,7 @@ class H1ClientConnection {
     const chunked = body !== null && h['content-length'] === undefined;
     if (chunked) framing = 'transfer-encoding: chunked\r\n';
     this.gotBytes = false;
+    call.handler.onUpstreamConnection?.(this);
     batchedWrite(this.socket, requestHead(req.method, req.path, h, framing));
     if (body) pipeBody(body, this.socket, chunked, call.handler);
   }

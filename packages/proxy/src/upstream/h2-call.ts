@@ -2,7 +2,7 @@ import { constants as h2c, type ClientHttp2Stream, type IncomingHttpHeaders as H
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { UpstreamRequest } from './h1-pool.ts';
+import type { UpstreamHandler, UpstreamRequest } from './h1-pool.ts';
 
 /** The pool's side of a call: pending accounting. */
 export interface CallOwner {
@@ -25,7 +25,7 @@ type CallStream = ClientHttp2Stream & { [kCall]?: H2Call };
  */
 export class H2Call implements Dispatcher.DispatchController {
   readonly req: UpstreamRequest;
-  readonly handler: Dispatcher.DispatchHandler;
+  readonly handler: UpstreamHandler;
   readonly owner: CallOwner;
   stream: CallStream | undefined;
   conn: StreamSlot | undefined;
@@ -40,7 +40,7 @@ export class H2Call implements Dispatcher.DispatchController {
   private responded = false;
   private over = false;
 
-  constructor(req: UpstreamRequest, handler: Dispatcher.DispatchHandler, owner: CallOwner) {
+  constructor(req: UpstreamRequest, handler: UpstreamHandler, owner: CallOwner) {
     this.req = req;
     this.handler = handler;
     this.owner = owner;

@@ -3,7 +3,7 @@ import { connect as netConnect, type Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { connectUpstreamTls } from '../tls/upstream-connect.ts';
 import { H2Call, h2RequestHeaders, type CallOwner, type StreamSlot } from './h2-call.ts';
-import { UPSTREAM_OVERFLOW, type H1PoolOptions, type UpstreamRequest } from './h1-pool.ts';
+import { UPSTREAM_OVERFLOW, socketLocalAddress, type H1PoolOptions, type UpstreamConnectionInfo, type UpstreamHandler, type UpstreamRequest } from './h1-pool.ts';
 
 export interface H2PoolOptions extends H1PoolOptions {
   /** http2_protocol_options.max_concurrent_streams: streams per connection before another opens. */
@@ -39,7 +39,7 @@ export class H2Pool implements CallOwner {
     this.opts = opts;
   }
 
-  dispatch(req: UpstreamRequest, handler: Dispatcher.DispatchHandler): boolean {
+  dispatch(req: UpstreamRequest, handler: UpstreamHandler): boolean {
     const call = new H2Call(req, handler, this);
     handler.onRequestStart?.(call, NO_CONTEXT);
     if (call.aborted) return false;
@@ -168,8 +168,9 @@ function failOverflow(call: H2Call): void {
 }
 
 /** One upstream HTTP/2 connection of a pool. */
-class H2Connection implements StreamSlot {
+class H2Connection implements StreamSlot, UpstreamConnectionInfo {
   readonly session: ClientHttp2Session;
+  localAddress = '';
   private readonly pool: H2Pool;
   private readonly scheme: string;
   active = 0;
@@ -211,6 +212,7 @@ class H2Connection implements StreamSlot {
   private onConnect(): void {
     if (this.connectTimer) { clearTimeout(this.connectTimer); this.connectTimer = undefined; }
     this.connected = true;
+    this.localAddress = this.session.socket ? socketLocalAddress(this.session.socket) : '';
     this.idleSince = performance.now();
     this.session.setLocalWindowSize(CONNECTION_WINDOW);
     this.pool.opts.onConnect();
@@ -241,6 +243,7 @@ class H2Connection implements StreamSlot {
     }
     this.active++;
     this.served++;
+    call.handler.onUpstreamConnection?.(this);
     const max = this.pool.opts.maxRequestsPerConnection;
     if (max > 0 && this.served >= max) this.draining = true;
     call.attach(stream, this);

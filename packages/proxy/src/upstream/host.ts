@@ -28,6 +28,8 @@ export class Host {
   readonly tls: UpstreamTls | undefined;
   /** An envoy_internal_address endpoint (address is then `envoy://listener/endpoint_id`, port 0). */
   readonly internal: InternalEndpoint | undefined;
+  /** A pipe endpoint: the unix domain socket path to connect to (hostPort is the configured name). */
+  readonly pipe: string | undefined;
   /** The endpoint's filter_metadata (internal_upstream passthrough_metadata reads it). */
   readonly metadata: Readonly<Record<string, unknown>> | undefined;
   private isHealthy: boolean;
@@ -51,7 +53,7 @@ export class Host {
   pools: Map<string, { close(): Promise<void> | void }> | undefined;
 
   constructor(address: string, port: number, opts: { hostname?: string; weight?: number; priority?: number; zone?: string; region?: string; subZone?: string;
-    localityWeight?: number; degraded?: boolean; healthy?: boolean; tls?: UpstreamTls; internal?: InternalEndpoint; metadata?: Readonly<Record<string, unknown>> } = {}) {
+    localityWeight?: number; degraded?: boolean; healthy?: boolean; tls?: UpstreamTls; internal?: InternalEndpoint; pipe?: string; metadata?: Readonly<Record<string, unknown>> } = {}) {
     this.address = address;
     this.port = port;
     this.hostname = opts.hostname ?? '';
@@ -64,8 +66,9 @@ export class Host {
     this.degraded = opts.degraded ?? false;
     this.isHealthy = opts.healthy ?? true;
     this.internal = opts.internal;
+    this.pipe = opts.pipe;
     this.metadata = opts.metadata;
-    this.hostPort = opts.internal ? address : formatHostPort(address, port);
+    this.hostPort = opts.internal || opts.pipe !== undefined ? address : formatHostPort(address, port);
     this.tls = opts.tls;
   }
 

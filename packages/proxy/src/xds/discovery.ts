@@ -17,6 +17,8 @@ export const TYPE_URL = {
   extension: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig',
   /** WDS (ztunnel, Delta ADS only): a Workload or a Service. */
   address: 'type.googleapis.com/istio.workload.Address',
+  /** Envoy-side WDS (istio.workload.BootstrapExtension): one Workload per resource, named by uid. */
+  workload: 'type.googleapis.com/istio.workload.Workload',
   /** WDS L4 policy (ztunnel, Delta ADS only). */
   authorization: 'type.googleapis.com/istio.security.Authorization',
   /** NDS: the DNS name table for the agent's DNS proxy (one unnamed resource). */

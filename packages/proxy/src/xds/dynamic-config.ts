@@ -337,7 +337,10 @@ export class DynamicConfig implements XdsHandler {
       this.accepted(u.typeUrl, r.name);
       into.set(r.name, { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, hash: '' });
     }
-    for (const name of u.removed) { into.delete(name); sink?.remove(name); }
+    // A full-state (SotW) response removes what it no longer lists; a refused name keeps what it had.
+    const keep = u.full ? new Set([...u.resources.map((r) => r.name), ...(u.refused ?? []).map((x) => x.name)]) : undefined;
+    const removed = keep ? [...into.keys()].filter((n) => !keep.has(n)) : u.removed;
+    for (const name of removed) { into.delete(name); sink?.remove(name); }
   }
 
   /** ECDS: validate each extension config by compiling it, then rebuild the listeners that use it. */

@@ -54,14 +54,14 @@ export interface XdsInterest {
 
 /** Types in the order Envoy (re)subscribes on a new stream: clusters before endpoints, listeners before routes. */
 export const SUBSCRIBE_ORDER: readonly string[] = [TYPE_URL.cluster, TYPE_URL.endpoint, TYPE_URL.listener, TYPE_URL.route, TYPE_URL.secret, TYPE_URL.extension, TYPE_URL.nameTable,
-  // ztunnel's WDS (Delta only): subscribed only by a handler that asks for them.
-  TYPE_URL.address, TYPE_URL.authorization];
+  // Workload discovery (the waypoint's bootstrap extension) and ztunnel's WDS (Delta only): subscribed only by a handler that asks for them.
+  TYPE_URL.workload, TYPE_URL.address, TYPE_URL.authorization];
 
 /** NDS sends one unnamed NameTable; this is the name it is tracked (and served) under. */
 export const NAME_TABLE_RESOURCE = 'name-table';
 
 /** Types whose SotW responses carry the whole state (absent = removed). */
-export const SOTW_FULL_STATE: ReadonlySet<string> = new Set([TYPE_URL.listener, TYPE_URL.cluster]);
+export const SOTW_FULL_STATE: ReadonlySet<string> = new Set([TYPE_URL.listener, TYPE_URL.cluster, TYPE_URL.workload]);
 
 /** Types served over Delta ADS only (ztunnel's WDS). */
 export const DELTA_ONLY: ReadonlySet<string> = new Set([TYPE_URL.address, TYPE_URL.authorization]);
@@ -78,6 +78,7 @@ export function resourceName(typeUrl: string, json: Json): string {
     return s && typeof s.hostname === 'string' && s.hostname !== '' ? `${typeof s.namespace === 'string' ? s.namespace : ''}/${s.hostname}` : '';
   }
   if (typeUrl === TYPE_URL.nameTable) return NAME_TABLE_RESOURCE;
+  if (typeUrl === TYPE_URL.workload) return typeof json.uid === 'string' ? json.uid : '';
   if (typeUrl === TYPE_URL.authorization) {
     return typeof json.name === 'string' && json.name !== '' ? `${typeof json.namespace === 'string' ? json.namespace : ''}/${json.name}` : '';
   }

@@ -11,10 +11,13 @@ import { HTTP_SET_FILTER_STATE_EXTENSION } from './set_filter_state/config.ts';
 import { CONNECT_AUTHORITY_EXTENSION } from './connect_authority/config.ts';
 import { CONNECT_BAGGAGE_EXTENSION } from './connect_baggage/config.ts';
 import { EXT_AUTHZ_EXTENSION } from './ext_authz/config.ts';
+import { PEER_METADATA_EXTENSION } from './peer_metadata/config.ts';
+import { COMPRESSOR_EXTENSION } from './compressor/config.ts';
 
 /** HTTP filters by type URL (the router is handled by the HCM itself). */
 const EXTENSIONS: readonly HttpFilterExtension[] = [FAULT_EXTENSION, CORS_EXTENSION, ISTIO_STATS_HTTP_EXTENSION, WASM_EXTENSION, ALPN_EXTENSION, GRPC_STATS_EXTENSION,
-  HTTP_RBAC_EXTENSION, JWT_AUTHN_EXTENSION, HTTP_SET_FILTER_STATE_EXTENSION, CONNECT_AUTHORITY_EXTENSION, CONNECT_BAGGAGE_EXTENSION, EXT_AUTHZ_EXTENSION];
+  HTTP_RBAC_EXTENSION, JWT_AUTHN_EXTENSION, HTTP_SET_FILTER_STATE_EXTENSION, CONNECT_AUTHORITY_EXTENSION, CONNECT_BAGGAGE_EXTENSION, EXT_AUTHZ_EXTENSION,
+  PEER_METADATA_EXTENSION, COMPRESSOR_EXTENSION];
 
 export const HTTP_FILTERS_BY_URL: ReadonlyMap<string, HttpFilterExtension> = new Map(EXTENSIONS.map((e) => [e.typeUrl, e]));
 export const HTTP_FILTERS_BY_NAME: ReadonlyMap<string, HttpFilterExtension> = new Map(EXTENSIONS.map((e) => [e.legacyName, e]));

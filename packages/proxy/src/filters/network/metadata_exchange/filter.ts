@@ -5,6 +5,7 @@ import type { ConnInfo } from '../../../listener/conn-info.ts';
 import type { Counter } from '../../../stats/store.ts';
 import { localExchange, peerFromMetadata, DOWNSTREAM_PEER, DOWNSTREAM_PEER_ID, PEER_UNKNOWN } from '../../../telemetry/istio/peer.ts';
 import { exchangedSubset } from '../../../telemetry/istio/peer.ts';
+import { workloadDiscovery } from '../../../telemetry/istio/workload-peers.ts';
 import type { LiveNetworkFilter, NetworkFilterConfig, NetworkFilterExtension, NetworkFilterScope } from '../types.ts';
 import { encodeExchange, readExchange } from './wire.ts';
 
@@ -14,8 +15,11 @@ const NOT_FOUND = 'envoy.wasm.metadata_exchange.peer_unknown';
 
 interface MxStats { notFound: Counter; found: Counter; initialHeaderNotFound: Counter; headerNotFound: Counter; metadataAdded: Counter }
 
-function setNotFound(info: ConnInfo): void {
+/** No exchange: with enable_discovery the WDS workload at the peer's address is the peer, else it is unknown. */
+function setNotFound(info: ConnInfo, discovery: boolean): void {
   const s = (info.filterState ??= new Map());
+  const peer = discovery ? workloadDiscovery.lookup(info.remoteAddress, false) : undefined;
+  if (peer) { s.set(DOWNSTREAM_PEER, peer); return; }
   s.set(DOWNSTREAM_PEER_ID, NOT_FOUND);
   s.set(PEER_UNKNOWN, true);
 }
@@ -29,12 +33,13 @@ function setNotFound(info: ConnInfo): void {
 class LiveMx implements LiveNetworkFilter {
   private readonly protocol: string;
   private readonly stats: MxStats;
-  constructor(protocol: string, stats: MxStats) { this.protocol = protocol; this.stats = stats; }
+  private readonly discovery: boolean;
+  constructor(o: MxOptions, stats: MxStats) { this.protocol = o.protocol; this.discovery = o.discovery; this.stats = stats; }
 
   onConnection(socket: Socket, info: ConnInfo, resume: () => void): 'continue' | 'stop' {
     if (info.alpn !== this.protocol) {
       this.stats.notFound.inc();
-      setNotFound(info);
+      setNotFound(info, this.discovery);
       return 'continue';
     }
     this.stats.found.inc();
@@ -55,12 +60,12 @@ class LiveMx implements LiveNetworkFilter {
       if (r.state === 'need-more') return;
       if (r.state === 'bad-magic') {
         this.stats.initialHeaderNotFound.inc();
-        setNotFound(info);
+        setNotFound(info, this.discovery);
         return finish(buf);
       }
       if (r.state === 'bad-payload') {
         this.stats.headerNotFound.inc();
-        setNotFound(info);
+        setNotFound(info, this.discovery);
         return finish(buf.subarray(r.consumed));
       }
       const s = (info.filterState ??= new Map());
@@ -77,25 +82,27 @@ class LiveMx implements LiveNetworkFilter {
   }
 }
 
+interface MxOptions { readonly protocol: string; readonly discovery: boolean }
+
 class MxConfig implements NetworkFilterConfig {
   readonly name: string;
-  private readonly protocol: string;
-  constructor(name: string, protocol: string) { this.name = name; this.protocol = protocol; }
+  private readonly options: MxOptions;
+  constructor(name: string, options: MxOptions) { this.name = name; this.options = options; }
   live(scope: NetworkFilterScope): LiveNetworkFilter {
     const c = (s: string): Counter => scope.store.counter(`metadata_exchange.${s}`);
-    return new LiveMx(this.protocol, {
+    return new LiveMx(this.options, {
       notFound: c('alpn_protocol_not_found'), found: c('alpn_protocol_found'), initialHeaderNotFound: c('initial_header_not_found'),
       headerNotFound: c('header_not_found'), metadataAdded: c('metadata_added'),
     });
   }
 }
 
-export function compileMx(m: Msg | undefined): string {
+/** enable_discovery: a peer that does not exchange is looked up in WDS (istio.workload.BootstrapExtension) by address. */
+export function compileMx(m: Msg | undefined): MxOptions {
   if (!m) throw new Error('unreachable');
   m.onlyFields(['@type', 'protocol', 'enable_discovery', 'additional_labels']);
-  if (m.bool('enable_discovery')) throw m.error('enable_discovery', 'workload discovery (WDS) is not supported');
   if (m.strList('additional_labels').length) throw m.error('additional_labels', 'is not supported');
-  return m.requiredStr('protocol');
+  return { protocol: m.requiredStr('protocol'), discovery: m.bool('enable_discovery') };
 }
 
 export const MX_NETWORK_EXTENSION: NetworkFilterExtension = {

@@ -15,6 +15,7 @@ export class TcpRecord implements LogEntry {
   bytesSent = 0;
   durationMs = 0;
   upstreamHost = '';
+  upstreamLocalAddress = '';
   upstreamCluster = '';
 
   constructor(conn: ConnInfo) {
