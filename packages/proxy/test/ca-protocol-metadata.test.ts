@@ -11,3 +11,15 @@ test('request metadata round-trips through the protobuf encoding', () => {
   const back = decodeRequest(encodeRequest({ csr: 'CSR', validityDuration: 3600, metadata }));
   assert.deepEqual(back, { csr: 'CSR', validityDuration: 3600, metadata });
 });
+
+// Istio's citadel.proto numbers: csr = 1, validity_duration = 3, metadata = 4 (istiod and istio/ztunnel).
+// Skua once used 2 and 3: our own client and CA agreed, but real ztunnel's ImpersonatedIdentity was
+// dropped by our CA (found by running istio/ztunnel against skua-controlplane).
+test("the wire uses Istio's field numbers: validity_duration = 3, metadata = 4", () => {
+  const bytes = encodeRequest({ csr: 'C', validityDuration: 60, metadata: { ClusterID: 'K' } });
+  assert.deepEqual([...bytes.subarray(0, 5)], [0x0a, 1, 0x43, 0x18, 60], 'csr (1, bytes) then validity_duration (3, varint)');
+  assert.equal(bytes[5], 0x22, 'metadata is field 4, length-delimited');
+  // A request as istio/ztunnel encodes it: csr "C", validity_duration 60, metadata {} (empty Struct).
+  const istio = Buffer.from([0x0a, 1, 0x43, 0x18, 60, 0x22, 0]);
+  assert.deepEqual(decodeRequest(istio), { csr: 'C', validityDuration: 60, metadata: {} });
+});
