@@ -3,6 +3,7 @@
 #
 #   docker build -t skua/proxy:dev .                                  # the default target: proxy
 #   docker build -t skua/controlplane:dev --target controlplane .
+#   docker build -t skua/ztunnel:dev --target ztunnel .
 #
 # proxy is a drop-in for Istio's proxyv2: ENTRYPOINT /usr/local/bin/pilot-agent (= skua-proxy), so the
 # injector's `proxy sidecar|router|waypoint ...` args and istio-init's `istio-iptables ...` args work
@@ -28,17 +29,19 @@ COPY packages/waypoint/package.json packages/waypoint/
 COPY packages/controlplane/package.json packages/controlplane/
 RUN pnpm install --frozen-lockfile --prod --config.confirmModulesPurge=false
 COPY scripts/build-native.sh scripts/
-COPY packages/proxy/native/binding.gyp packages/proxy/native/sockopt.c packages/proxy/native/splice.c packages/proxy/native/
+COPY packages/proxy/native/binding.gyp packages/proxy/native/sockopt.c packages/proxy/native/splice.c packages/proxy/native/netns.c packages/proxy/native/
 RUN scripts/build-native.sh \
- && mkdir -p /addon && cp packages/proxy/native/build/Release/sockopt.node packages/proxy/native/build/Release/splice.node /addon/
+ && mkdir -p /addon && cp packages/proxy/native/build/Release/sockopt.node packages/proxy/native/build/Release/splice.node packages/proxy/native/build/Release/netns.node /addon/
 # Only what runs: sources and entry points, no tests.
 COPY packages/proxy/bin packages/proxy/bin
 COPY packages/proxy/src packages/proxy/src
+COPY packages/ztunnel/bin packages/ztunnel/bin
+COPY packages/ztunnel/src packages/ztunnel/src
 COPY packages/controlplane/bin packages/controlplane/bin
 COPY packages/controlplane/src packages/controlplane/src
 RUN rm -rf packages/proxy/native/build && mkdir -p packages/proxy/native/build/Release \
  && mv /addon/*.node packages/proxy/native/build/Release/ \
- && rm packages/proxy/native/*.c packages/proxy/native/binding.gyp scripts/build-native.sh
+ && rm -f packages/proxy/native/*.c packages/proxy/native/binding.gyp scripts/build-native.sh
 
 # --- what every image shares ---
 FROM ${NODE_IMAGE} AS runtime
@@ -58,6 +61,19 @@ USER 1337:1337
 EXPOSE 15010 15012
 ENTRYPOINT ["/usr/local/bin/skua-controlplane"]
 
+# --- skua-ztunnel: Istio's ztunnel image (per node; in-pod mode needs hostNetwork, the CNI's ZDS socket,
+# NET_ADMIN/SYS_ADMIN to enter pod network namespaces, as istio/ztunnel runs). Ports: 15001/15006/15008
+# inside each pod, 15020 metrics, 15021 readiness, 15000 admin, 15053 DNS.
+FROM runtime AS ztunnel
+COPY --from=build /src/package.json /src/pnpm-workspace.yaml /app/
+COPY --from=build /src/node_modules /app/node_modules
+COPY --from=build /src/packages/proxy /app/packages/proxy
+COPY --from=build /src/packages/ztunnel /app/packages/ztunnel
+RUN ln -s /app/packages/ztunnel/bin/skua-ztunnel.js /usr/local/bin/ztunnel \
+ && ln -s /app/packages/ztunnel/bin/skua-ztunnel.js /usr/local/bin/skua-ztunnel
+EXPOSE 15000 15020 15021
+ENTRYPOINT ["/usr/local/bin/ztunnel"]
+
 # --- skua-proxy as Istio's proxyv2 (the default target) ---
 FROM runtime AS proxy
 RUN apt-get update \
@@ -75,3 +91,4 @@ USER 1337:1337
 # DNS 15053, Prometheus 15090.
 EXPOSE 15000 15001 15006 15008 15020 15021 15053 15090
 ENTRYPOINT ["/usr/local/bin/pilot-agent"]
+

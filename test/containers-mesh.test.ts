@@ -72,17 +72,20 @@ describe('containers', { skip, timeout: 30 * 60_000 }, () => {
 
   test('the images: sizes, user, entrypoint, working directory (proxyv2\'s shape)', async () => {
     const lines: string[] = [];
-    for (const name of ['proxy', 'controlplane', 'demo-apps']) {
+    for (const name of ['proxy', 'controlplane', 'demo-apps', 'ztunnel']) {
       const r = await run(engine, ['image', 'inspect', `skua/${name}:${tag}`, '--format', '{{.Size}} {{.Config.User}} {{json .Config.Entrypoint}} {{.Config.WorkingDir}}'], { env });
       assert.equal(r.code, 0, r.stderr);
       const [size, user, entrypoint, workdir] = r.stdout.trim().split(' ');
       lines.push(`skua/${name}: ${(Number(size) / 1e6).toFixed(0)} MB, user ${user}, entrypoint ${entrypoint}, workdir ${workdir}`);
+      if (name === 'ztunnel') assert.equal(entrypoint, '["/usr/local/bin/ztunnel"]');
       if (name === 'proxy') {
         assert.equal(user, '1337:1337');
         assert.equal(entrypoint, '["/usr/local/bin/pilot-agent"]');
         assert.equal(workdir, '/');
       }
     }
+    const z = await run(engine, ['run', '--rm', `skua/ztunnel:${tag}`, 'version'], { env });
+    assert.match(z.stdout, /^skua-ztunnel \d/, `${z.stdout}${z.stderr}`);
     const t0 = performance.now();
     const v = await run(engine, ['run', '--rm', `skua/proxy:${tag}`, '--version'], { env });
     const runMs = performance.now() - t0;
@@ -114,7 +117,11 @@ describe('containers', { skip, timeout: 30 * 60_000 }, () => {
       const t0 = performance.now();
       pod = await kubePlay(tag);
       const ready = await pod.exec('productpage-v1-istio-proxy', ['pilot-agent', 'wait', '--timeoutSeconds', '120']);
-      assert.equal(ready.code, 0, `istio-proxy not ready: ${ready.stderr}`);
+      if (ready.code !== 0) {
+        const logs = await run('podman', ['logs', '--tail', '30', 'productpage-v1-istio-proxy'], { env });
+        const istiod = await run('podman', ['pod', 'logs', '--tail', '15', 'istiod'], { env });
+        assert.fail(`istio-proxy not ready: ${ready.stderr}\n--- istio-proxy:\n${logs.stdout}${logs.stderr}\n--- istiod:\n${istiod.stdout}${istiod.stderr}`);
+      }
       console.log(`# kube play → istio-proxy ready: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     });
 

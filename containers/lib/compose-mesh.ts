@@ -55,6 +55,9 @@ function composeEnv(o: MeshOptions, configDir: string, base?: StandinImages): Re
 /** compose.yaml's images, by the name they get with tag `tag`. */
 export const imageNames = (tag: string): string[] => ['proxy', 'controlplane', 'demo-apps'].map((n) => `skua/${n}:${tag}`);
 
+/** The ztunnel image: the Dockerfile's `ztunnel` target (no compose service uses it until the ambient profile exists). */
+export const ztunnelImage = (tag: string): string => `skua/ztunnel:${tag}`;
+
 /**
  * Builds compose.yaml's images (imageNames) tagged `o.tag`, on the stand-in base when asked; returns
  * them with the ids of the images this build added (its intermediate stages), for removeImages.
@@ -67,10 +70,13 @@ export async function buildImages(o: MeshOptions): Promise<string[]> {
   // niced: the build is the heaviest part, and the other test files share the machine's cores.
   const built = await run('nice', ['-n', '10', cmd, ...args, 'build'], { env: composeEnv(o, path.join(CONTAINERS_DIR, 'compose', 'istio'), base), timeoutMs: 15 * 60_000 });
   // The names first: a cached build may add no new id at all.
-  const added = [...imageNames(o.tag), ...[...await imageIds(o.engine)].filter((id) => !before.has(id))];
-  if (built.code !== 0) {
+  const zt = built.code === 0 ? await run('nice', ['-n', '10', o.engine, 'build', '--target', 'ztunnel', '-t', ztunnelImage(o.tag),
+    ...(base ? ['--build-arg', `NODE_IMAGE=${base.slim}`, '--build-arg', `NODE_BUILD_IMAGE=${base.build}`] : []), '-f', path.join(REPO_ROOT, 'Dockerfile'), REPO_ROOT],
+  { env: engineEnv(o.engine), timeoutMs: 15 * 60_000 }) : built;
+  const added = [...imageNames(o.tag), ztunnelImage(o.tag), ...[...await imageIds(o.engine)].filter((id) => !before.has(id))];
+  if (built.code !== 0 || zt.code !== 0) {
     await removeImages(o.engine, added);
-    throw new Error(`compose build failed:\n${built.stdout.slice(-3000)}\n${built.stderr.slice(-3000)}`);
+    throw new Error(`image build failed:\n${built.stdout.slice(-3000)}\n${built.stderr.slice(-3000)}\n${zt.stdout.slice(-2000)}\n${zt.stderr.slice(-2000)}`);
   }
   return added;
 }
