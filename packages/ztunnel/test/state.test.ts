@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { decodeResource, encodeResource, TYPE_URL } from '../src/core.ts';
 import { ProxyState } from '../src/state/store.ts';
 import { loadLocalConfig, WdsHandler } from '../src/state/updater.ts';
+import { parseLocalConfig } from '../src/state/local-config.ts';
 
 type Json = Record<string, unknown>;
 const LOCALHOST = readFileSync(new URL('../../../../shared/fixtures/istio-ztunnel/examples/localhost.yaml', import.meta.url), 'utf8');
@@ -47,6 +48,11 @@ function update(typeUrl: string, resources: Json[], removed: string[] = []) {
 }
 
 describe('local config (LOCAL_XDS_PATH)', () => {
+  test("string matches in serde_yaml's tagged form (`!Exact ...`, which istio/ztunnel requires) read like the map form", () => {
+    const yaml = 'policies:\n- name: p\n  namespace: default\n  scope: Global\n  action: Allow\n  rules:\n  - - - principals: [!Exact "spiffe://td/ns/a/sa/b", !Prefix "spiffe://td/ns/c/", {Suffix: "/sa/d"}]\n';
+    const [policy] = parseLocalConfig(yaml).policies;
+    assert.deepEqual(policy.rules[0][0][0].principals, [{ exact: 'spiffe://td/ns/a/sa/b' }, { prefix: 'spiffe://td/ns/c/' }, { suffix: '/sa/d' }]);
+  });
   test("ztunnel's examples/localhost.yaml loads with workloads, services, VIPs, endpoints and its policy", () => {
     const state = new ProxyState();
     loadLocalConfig(state, LOCALHOST);

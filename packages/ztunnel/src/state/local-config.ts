@@ -2,7 +2,7 @@
  * LOCAL_XDS_PATH / LOCAL_XDS: ztunnel's local config file (YAML), used instead of (or besides) a
  * control plane: `workloads`, `services`, `policies` in ztunnel's own JSON shapes (camelCase,
  * addresses as `network/ip`, ports as maps, policy rules as nested lists, string matches as
- * `{Exact: ...}`). Unknown fields are refused with their path, as ztunnel's deny_unknown_fields.
+ * `{Exact: ...}` or, as serde_yaml writes enum variants and istio/ztunnel requires, `!Exact ...`). Unknown fields are refused with their path, as ztunnel's deny_unknown_fields.
  */
 import { parse } from 'yaml';
 import { ConfigError, type IstioStringMatch } from '../core.ts';
@@ -202,11 +202,14 @@ function policy(r: Reader): Authorization {
   };
 }
 
+/** serde_yaml's tagged enum variants (`!Exact "spiffe://..."`) read as the map form. */
+const MATCH_TAGS = ['Exact', 'Prefix', 'Suffix'].map((v) => ({ tag: `!${v}`, resolve: (value: string) => ({ [v]: value }) }));
+
 /** Parses the file's text; errors name the field (`workloads[1].protocol: must be one of TCP, HBONE`). */
 export function parseLocalConfig(text: string): LocalConfig {
   let doc: unknown;
   try {
-    doc = parse(text);
+    doc = parse(text, { customTags: MATCH_TAGS });
   } catch (e) {
     throw new ConfigError('', `not valid YAML: ${(e as Error).message}`);
   }
