@@ -3,7 +3,7 @@ import type { HttpFilterExtension } from './types.ts';
 import { lazyExtensionTables, type LazyExtension } from '../lazy-extensions.ts';
 
 // Filter modules load on first use (see lazy-extensions.ts): the keys are repeated here so that looking
-// one up does not load the others; test/filter-registry.test.ts checks them against the modules.
+// one up does not load the others; test/load-on-use.test.ts checks them against the modules.
 const require = createRequire(import.meta.url);
 const T = 'type.googleapis.com/';
 

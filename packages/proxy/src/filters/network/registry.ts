@@ -6,7 +6,7 @@ import { HCM_TERMINAL } from './http_connection_manager/terminal.ts';
 import { TCP_PROXY_TERMINAL } from './tcp_proxy/terminal.ts';
 
 // Filter modules load on first use (see lazy-extensions.ts): the keys are repeated here so that looking
-// one up does not load the others; test/filter-registry.test.ts checks them against the modules.
+// one up does not load the others; test/load-on-use.test.ts checks them against the modules.
 const require = createRequire(import.meta.url);
 const T = 'type.googleapis.com/';
 

@@ -1,10 +1,11 @@
 /**
- * The filter registries load a filter's module only when a config names it (issue 13: an idle proxy
- * holds only what its config uses), and their keys agree with the modules they load.
+ * Load on use (issue 13: an idle proxy holds only what its config uses): the filter registries load a
+ * filter's module only when a config names it, and their keys agree with the modules they load; a
+ * static skua-proxy loads neither gRPC (ADS, ext_authz) nor pilot-agent's parts (prom-client).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { HTTP_FILTER_ENTRIES, HTTP_FILTERS_BY_NAME, HTTP_FILTERS_BY_URL } from '../src/filters/http/registry.ts';
 import { NETWORK_FILTER_ENTRIES, NETWORK_FILTERS_BY_NAME, NETWORK_FILTERS_BY_URL } from '../src/filters/network/registry.ts';
 
@@ -78,4 +79,22 @@ test('a config naming a filter loads that filter and not the others', () => {
           - { name: envoy.filters.http.cors, typed_config: { "@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors } }`));
   assert.ok(loaded.includes('filters/http/cors/config.ts'));
   assert.deepEqual(loaded.filter((u) => u.startsWith('filters/http/ext_authz/') || u.startsWith('filters/http/jwt_authn/')), []);
+});
+
+test('skua-proxy over a static bootstrap loads no gRPC, ADS client or pilot-agent module', () => {
+  const hook = `import { registerHooks } from 'node:module';
+    const loaded = [];
+    registerHooks({ load(url, ctx, next) { loaded.push(url); return next(url, ctx); } });
+    process.on('exit', () => { process.stderr.write('LOADED ' + JSON.stringify(loaded) + '\\n'); });`;
+  const main = new URL('../src/main.ts', import.meta.url).pathname;
+  const run = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(hook)}`, main, '--mode', 'validate', '--config-yaml', hcm('')], { encoding: 'utf8' });
+  assert.equal(run.status, 0, run.stderr);
+  assert.match(run.stdout, /OK/);
+  const line = run.stderr.split('\n').find((l) => l.startsWith('LOADED '));
+  assert.ok(line, run.stderr);
+  const loaded = JSON.parse(line.slice('LOADED '.length)) as string[];
+  assert.ok(loaded.some((u) => u.endsWith('/src/server.ts')), 'the server module is loaded (sanity)');
+  for (const part of ['@grpc/grpc-js', 'prom-client', '/src/xds/ads-client.ts', '/src/agent/run-agent.ts']) {
+    assert.deepEqual(loaded.filter((u) => u.includes(part)), [], `${part} not loaded`);
+  }
 });
