@@ -1,11 +1,13 @@
 /**
  * Idle footprint (issue 13): a bare Node process and skua-proxy with a trivial static config (one HCM
  * listener, a direct_response route, the router), both left idle, side by side.
- *   node bench/tools/idle-footprint.ts [--wait-s 5] [--runs 3]
+ *   node bench/tools/idle-footprint.ts [--wait-s 5] [--runs 3] [--cold]
  * Prints VmRSS, RssAnon (what the process itself allocated: heap, code, wasm, malloc) and V8's heapUsed
- * for each, medians over the runs; both processes are stopped by PID.
+ * for each, medians over the runs; both processes are stopped by PID. skua-proxy starts as shipped
+ * (bin/skua-proxy.js) over a compile cache warmed by one start first, as any restart finds it;
+ * --cold disables the cache (NODE_DISABLE_COMPILE_CACHE): type stripping then loads its compiler.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,10 +15,11 @@ import { parseArgs } from 'node:util';
 import { freePort } from '../lib/net.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
-const MAIN = join(ROOT, 'packages/proxy/src/main.ts');
-const { values } = parseArgs({ options: { 'wait-s': { type: 'string', default: '5' }, runs: { type: 'string', default: '3' } } });
+const BIN = join(ROOT, 'packages/proxy/bin/skua-proxy.js');
+const { values } = parseArgs({ options: { 'wait-s': { type: 'string', default: '5' }, runs: { type: 'string', default: '3' }, cold: { type: 'boolean', default: false } } });
 const WAIT_MS = Number(values['wait-s']) * 1000;
 const RUNS = Number(values.runs);
+const COLD = values.cold === true;
 
 interface Sample { rssMb: number; anonMb: number; heapUsedMb: number }
 
@@ -71,12 +74,16 @@ async function sampleBareNode(): Promise<Sample> {
   } finally { await stop(child); }
 }
 
+function proxyEnv(dir: string): NodeJS.ProcessEnv {
+  return COLD ? { ...process.env, NODE_DISABLE_COMPILE_CACHE: '1' } : { ...process.env, NODE_COMPILE_CACHE: join(dir, 'compile-cache') };
+}
+
 /** skua-proxy over the trivial config: heapUsed from the admin's /memory (Envoy's shape). */
 async function sampleProxy(dir: string): Promise<Sample> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const cfg = join(dir, 'idle.yaml');
   writeFileSync(cfg, trivialConfig(port, adminPort));
-  const child = spawn(process.execPath, [MAIN, '-c', cfg, '-l', 'warn'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, [BIN, '-c', cfg, '-l', 'warn'], { stdio: ['ignore', 'inherit', 'inherit'], env: proxyEnv(dir) });
   try {
     await sleep(WAIT_MS);
     if (child.exitCode !== null) throw new Error(`skua-proxy exited ${child.exitCode}`);
@@ -93,11 +100,12 @@ const summary = (s: Sample[]): Sample => ({ rssMb: median(s.map((x) => x.rssMb))
 
 const dir = mkdtempSync(join(tmpdir(), 'skua-idle-'));
 try {
+  if (!COLD) execFileSync(process.execPath, [BIN, '--mode', 'validate', '--config-yaml', trivialConfig(1, 2)], { env: proxyEnv(dir), stdio: 'ignore' });
   const bare: Sample[] = [], proxy: Sample[] = [];
   for (let i = 0; i < RUNS; i++) { bare.push(await sampleBareNode()); proxy.push(await sampleProxy(dir)); }
   const [b, p] = [summary(bare), summary(proxy)];
   const row = (name: string, s: Sample): string => `${name.padEnd(12)}${s.rssMb.toFixed(1).padStart(10)}${s.anonMb.toFixed(1).padStart(10)}${s.heapUsedMb.toFixed(1).padStart(12)}`;
-  process.stdout.write(`idle ${WAIT_MS / 1000} s, median of ${RUNS} (MB)\n${''.padEnd(12)}${'VmRSS'.padStart(10)}${'RssAnon'.padStart(10)}${'heapUsed'.padStart(12)}\n`);
+  process.stdout.write(`idle ${WAIT_MS / 1000} s, median of ${RUNS}, compile cache ${COLD ? 'off' : 'warm'} (MB)\n${''.padEnd(12)}${'VmRSS'.padStart(10)}${'RssAnon'.padStart(10)}${'heapUsed'.padStart(12)}\n`);
   process.stdout.write(`${row('bare node', b)}\n${row('skua-proxy', p)}\n`);
   process.stdout.write(`${row('difference', { rssMb: p.rssMb - b.rssMb, anonMb: p.anonMb - b.anonMb, heapUsedMb: p.heapUsedMb - b.heapUsedMb })}\n`);
 } finally { rmSync(dir, { recursive: true, force: true }); }

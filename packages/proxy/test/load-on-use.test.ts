@@ -1,9 +1,13 @@
 /**
  * Load on use (issue 13: an idle proxy holds only what its config uses): the filter registries load a
  * filter's module only when a config names it, and their keys agree with the modules they load; a
- * static skua-proxy loads neither gRPC (ADS, ext_authz) nor pilot-agent's parts (prom-client).
+ * static skua-proxy loads neither gRPC (ADS, ext_authz) nor pilot-agent's parts (prom-client); once its
+ * compile cache is warm, it does not load type stripping's compiler (amaro).
  */
 import { test } from 'node:test';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { HTTP_FILTER_ENTRIES, HTTP_FILTERS_BY_NAME, HTTP_FILTERS_BY_URL } from '../src/filters/http/registry.ts';
@@ -97,4 +101,22 @@ test('skua-proxy over a static bootstrap loads no gRPC, ADS client or pilot-agen
   for (const part of ['@grpc/grpc-js', 'prom-client', '/src/xds/ads-client.ts', '/src/agent/run-agent.ts']) {
     assert.deepEqual(loaded.filter((u) => u.includes(part)), [], `${part} not loaded`);
   }
+});
+
+test('bin/skua-proxy.js keeps a compile cache: a second start does not load the type-stripping compiler', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'skua-cc-'));
+  try {
+    const hook = `process.on('exit', () => { process.stderr.write('AMARO ' + process.moduleLoadList.some((m) => m.includes('amaro')) + '\\n'); });`;
+    const bin = new URL('../bin/skua-proxy.js', import.meta.url).pathname;
+    // The default cache directory is <tmpdir>/node-compile-cache: TMPDIR puts it in this test's directory.
+    const env = { ...process.env, TMPDIR: dir, NODE_COMPILE_CACHE: undefined, NODE_DISABLE_COMPILE_CACHE: undefined };
+    const start = (): string => {
+      const run = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(hook)}`, bin, '--mode', 'validate', '--config-yaml', hcm('')], { encoding: 'utf8', env });
+      assert.equal(run.status, 0, run.stderr);
+      return run.stderr;
+    };
+    assert.match(start(), /AMARO true/, 'the first start strips types');
+    assert.ok(readdirSync(join(dir, 'node-compile-cache')).length > 0, 'the cache was written');
+    assert.match(start(), /AMARO false/, 'the second start reads the cache');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
 });
