@@ -5,7 +5,7 @@
  * compile cache is warm, it does not load type stripping's compiler (amaro).
  */
 import { test } from 'node:test';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
@@ -119,4 +119,10 @@ test('bin/skua-proxy.js keeps a compile cache: a second start does not load the 
     assert.ok(readdirSync(join(dir, 'node-compile-cache')).length > 0, 'the cache was written');
     assert.match(start(), /AMARO false/, 'the second start reads the cache');
   } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('the config fuzz target imports every lazily loaded filter module (Jazzer cannot require .ts)', () => {
+  const target = readFileSync(new URL('../../../fuzz/targets/config.ts', import.meta.url), 'utf8');
+  const imported = target.match(/^import '\.\.\/\.\.\/packages\/proxy\/src\/filters\/[^']+';$/gm) ?? [];
+  assert.equal(imported.length, HTTP_FILTER_ENTRIES.length + NETWORK_FILTER_ENTRIES.length);
 });
