@@ -14,6 +14,27 @@ import { compileCluster, readLoadAssignment } from '../../packages/proxy/src/ups
 import { RouteTable } from '../../packages/proxy/src/http/route-config.ts';
 import { decodeResource } from '../../packages/proxy/src/xds/decode.ts';
 import { encodeResource } from '../../packages/proxy/src/xds/encode.ts';
+// The registries load filters on first use with require(); under Jazzer's CJS hooks that path would
+// read the .ts unstripped, so every filter module is imported here, through the instrumenting loader.
+import '../../packages/proxy/src/filters/http/fault/config.ts';
+import '../../packages/proxy/src/filters/http/cors/config.ts';
+import '../../packages/proxy/src/filters/http/istio_stats/filter.ts';
+import '../../packages/proxy/src/filters/http/metadata_exchange/config.ts';
+import '../../packages/proxy/src/filters/http/alpn/config.ts';
+import '../../packages/proxy/src/filters/http/grpc_stats/filter.ts';
+import '../../packages/proxy/src/filters/http/rbac/config.ts';
+import '../../packages/proxy/src/filters/http/jwt_authn/config.ts';
+import '../../packages/proxy/src/filters/http/set_filter_state/config.ts';
+import '../../packages/proxy/src/filters/http/connect_authority/config.ts';
+import '../../packages/proxy/src/filters/http/connect_baggage/config.ts';
+import '../../packages/proxy/src/filters/http/ext_authz/config.ts';
+import '../../packages/proxy/src/filters/http/peer_metadata/config.ts';
+import '../../packages/proxy/src/filters/http/compressor/config.ts';
+import '../../packages/proxy/src/filters/network/istio_stats/filter.ts';
+import '../../packages/proxy/src/filters/network/metadata_exchange/filter.ts';
+import '../../packages/proxy/src/filters/network/rbac/config.ts';
+import '../../packages/proxy/src/filters/network/istio_authn/config.ts';
+import '../../packages/proxy/src/filters/network/set_filter_state/config.ts';
 import { seeds, type Seed, type SeedKind } from './lib-config-seeds.ts';
 import { Bytes, mutate } from './lib-mutate.ts';
 import { fail } from './invariant.ts';

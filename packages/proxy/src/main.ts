@@ -4,12 +4,12 @@ import { applyLogFlags, log } from './core/log.ts';
 import { explainError } from './core/explain-error.ts';
 import { ProxyServer, VERSION } from './server.ts';
 import { startWorkers } from './workers.ts';
-import { runPilotProxy, runPilotWait } from './agent/run-agent.ts';
 
 /** skua-proxy: pilot-agent's `proxy` / `wait` commands, istio-init's `istio-iptables`, or Envoy's command line over a bootstrap. */
 async function main(argv: string[]): Promise<number> {
-  if (argv[0] === 'proxy') return runPilotProxy(argv.slice(1));
-  if (argv[0] === 'wait') return runPilotWait(argv.slice(1));
+  // pilot-agent's commands (and prom-client, the DNS proxy, …) load only when asked for (issue 13).
+  if (argv[0] === 'proxy') return (await import('./agent/run-agent.ts')).runPilotProxy(argv.slice(1));
+  if (argv[0] === 'wait') return (await import('./agent/run-agent.ts')).runPilotWait(argv.slice(1));
   if (argv[0] === 'istio-iptables' || argv[0] === 'istio-clean-iptables') {
     const { runIstioIptables } = await import('./agent/iptables/command.ts');
     const io = { env: process.env, out: (s: string) => process.stdout.write(s), err: (s: string) => process.stderr.write(s) };

@@ -4,7 +4,8 @@ import { StatsStore } from './stats/store.ts';
 import { ClusterManager } from './upstream/manager.ts';
 import { ListenerManager } from './listener/manager.ts';
 import { DynamicConfig, type ExtraTypeSink } from './xds/dynamic-config.ts';
-import { AdsClient } from './xds/ads-client.ts';
+import { createRequire } from 'node:module';
+import type { AdsClient } from './xds/ads-client.ts';
 import { adsTransport } from './xds/bootstrap-ads.ts';
 import { Msg } from './config/fields.ts';
 import type { XdsRejection, XdsUpdate } from './xds/types.ts';
@@ -20,6 +21,8 @@ import { drainSignals, type DrainStrategy } from './core/drain.ts';
 import { OverloadManager, overloadState } from './core/overload.ts';
 import { setUnknownFieldPolicy } from './xds/decode.ts';
 import { workloadDiscovery } from './telemetry/istio/workload-peers.ts';
+
+const require = createRequire(import.meta.url);
 
 /** istio.workload.BootstrapExtension: every Workload delivered over ADS feeds this thread's peer index. */
 const WORKLOAD_SINK: ExtraTypeSink = {
@@ -162,6 +165,8 @@ export class ProxyServer {
     const cluster = this.bootstrap.clusters.find((c) => c.name === dr.clusterName)!;
     const transport = adsTransport(new Msg(cluster.source, `static_resources.clusters[${cluster.name}]`), dr.authority);
     const node = this.bootstrap.source.node as Record<string, unknown> | undefined ?? {};
+    // The ADS client (and grpc-js) loads only for a bootstrap with dynamic_resources (issue 13).
+    const { AdsClient } = require('./xds/ads-client.ts') as typeof import('./xds/ads-client.ts');
     const ads = new AdsClient({
       target: transport.target, credentials: transport.credentials, authority: transport.authority,
       headers: () => ({ ...dr.initialMetadata, ...this.options.xdsHeaders?.() }),

@@ -4,7 +4,8 @@
  * UpstreamTlsContext, and the protocol (SotW `GRPC` or `DELTA_GRPC`).
  */
 import { resolve } from 'node:path';
-import { credentials, type ChannelCredentials } from '@grpc/grpc-js';
+import { createRequire } from 'node:module';
+import type { ChannelCredentials } from '@grpc/grpc-js';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import type { Msg } from '../config/fields.ts';
 import { readDataSource } from '../config/data-source.ts';
@@ -57,8 +58,13 @@ export function readDynamicResources(m: Msg): DynamicResources {
   };
 }
 
+const require = createRequire(import.meta.url);
+const requireGrpc = (): typeof import('@grpc/grpc-js') => require('@grpc/grpc-js') as typeof import('@grpc/grpc-js');
+
 /** The static cluster that carries ADS, as a gRPC channel target and credentials. */
 export function adsTransport(cluster: Msg, authority: string): AdsTransport {
+  // grpc-js loads only for a bootstrap with ADS: a static proxy never holds it (issue 13).
+  const { credentials } = requireGrpc();
   const la = cluster.requiredMsg('load_assignment');
   const ep = la.list('endpoints')[0]?.list('lb_endpoints')[0]?.msg('endpoint');
   const addr = ep?.msg('address');

@@ -1,0 +1,128 @@
+/**
+ * Load on use (issue 13: an idle proxy holds only what its config uses): the filter registries load a
+ * filter's module only when a config names it, and their keys agree with the modules they load; a
+ * static skua-proxy loads neither gRPC (ADS, ext_authz) nor pilot-agent's parts (prom-client); once its
+ * compile cache is warm, it does not load type stripping's compiler (amaro).
+ */
+import { test } from 'node:test';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { HTTP_FILTER_ENTRIES, HTTP_FILTERS_BY_NAME, HTTP_FILTERS_BY_URL } from '../src/filters/http/registry.ts';
+import { NETWORK_FILTER_ENTRIES, NETWORK_FILTERS_BY_NAME, NETWORK_FILTERS_BY_URL } from '../src/filters/network/registry.ts';
+
+const SRC = new URL('../src/', import.meta.url).href;
+
+test('every lazy HTTP filter entry loads the extension its keys name', () => {
+  assert.equal(HTTP_FILTER_ENTRIES.length, 14);
+  for (const e of HTTP_FILTER_ENTRIES) {
+    const ext = HTTP_FILTERS_BY_URL.get(e.typeUrl);
+    assert.equal(ext?.typeUrl, e.typeUrl, e.typeUrl);
+    assert.equal(ext?.legacyName, e.legacyName, e.typeUrl);
+    assert.equal(HTTP_FILTERS_BY_NAME.get(e.legacyName), ext, 'same object by name and by URL');
+  }
+  assert.equal(HTTP_FILTERS_BY_URL.get('type.googleapis.com/no.such.Filter'), undefined);
+});
+
+test('every lazy network filter entry loads the extension its keys name', () => {
+  assert.equal(NETWORK_FILTER_ENTRIES.length, 5);
+  for (const e of NETWORK_FILTER_ENTRIES) {
+    const ext = NETWORK_FILTERS_BY_URL.get(e.typeUrl);
+    assert.equal(ext?.typeUrl, e.typeUrl, e.typeUrl);
+    assert.equal(ext?.legacyName, e.legacyName, e.typeUrl);
+    assert.equal(NETWORK_FILTERS_BY_NAME.get(e.legacyName), ext, 'same object by name and by URL');
+  }
+  assert.equal(NETWORK_FILTERS_BY_NAME.get('no.such.filter'), undefined);
+});
+
+/** In a fresh process: compile `yaml` as a bootstrap and list the modules under src/ that were loaded. */
+function modulesLoadedCompiling(yaml: string): string[] {
+  const script = `
+    import { registerHooks } from 'node:module';
+    const loaded = [];
+    registerHooks({ load(url, ctx, next) { loaded.push(url); return next(url, ctx); } });
+    const { compileBootstrap } = await import(${JSON.stringify(`${SRC}config/bootstrap.ts`)});
+    const { parse } = await import('yaml');
+    compileBootstrap(parse(${JSON.stringify(yaml)}));
+    process.stdout.write(JSON.stringify(loaded));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', cwd: new URL('..', import.meta.url).pathname });
+  return (JSON.parse(out) as string[]).filter((u) => u.startsWith(SRC)).map((u) => u.slice(SRC.length));
+}
+
+const hcm = (httpFilters: string): string => `
+static_resources:
+  listeners:
+  - name: l
+    address: { socket_address: { address: 127.0.0.1, port_value: 1 } }
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: x
+          route_config: { virtual_hosts: [{ name: v, domains: ["*"], routes: [{ match: { prefix: "/" }, direct_response: { status: 200 } }] }] }
+          http_filters:${httpFilters}
+          - { name: envoy.filters.http.router, typed_config: { "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router } }
+`;
+
+test('a config with only the router loads no HTTP or network filter module', () => {
+  const loaded = modulesLoadedCompiling(hcm(''));
+  assert.ok(loaded.includes('filters/network/http_connection_manager/config.ts'), 'the HCM is loaded (sanity)');
+  for (const dir of ['ext_authz', 'jwt_authn', 'cors', 'fault', 'compressor', 'rbac', 'peer_metadata', 'istio_stats', 'metadata_exchange']) {
+    assert.deepEqual(loaded.filter((u) => u.startsWith(`filters/http/${dir}/`)), [], `filters/http/${dir} not loaded`);
+  }
+  for (const file of ['rbac/config.ts', 'istio_authn/config.ts', 'metadata_exchange/filter.ts', 'set_filter_state/config.ts']) {
+    assert.ok(!loaded.includes(`filters/network/${file}`), `filters/network/${file} not loaded`);
+  }
+});
+
+test('a config naming a filter loads that filter and not the others', () => {
+  const loaded = modulesLoadedCompiling(hcm(`
+          - { name: envoy.filters.http.cors, typed_config: { "@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors } }`));
+  assert.ok(loaded.includes('filters/http/cors/config.ts'));
+  assert.deepEqual(loaded.filter((u) => u.startsWith('filters/http/ext_authz/') || u.startsWith('filters/http/jwt_authn/')), []);
+});
+
+test('skua-proxy over a static bootstrap loads no gRPC, ADS client or pilot-agent module', () => {
+  const hook = `import { registerHooks } from 'node:module';
+    const loaded = [];
+    registerHooks({ load(url, ctx, next) { loaded.push(url); return next(url, ctx); } });
+    process.on('exit', () => { process.stderr.write('LOADED ' + JSON.stringify(loaded) + '\\n'); });`;
+  const main = new URL('../src/main.ts', import.meta.url).pathname;
+  const run = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(hook)}`, main, '--mode', 'validate', '--config-yaml', hcm('')], { encoding: 'utf8' });
+  assert.equal(run.status, 0, run.stderr);
+  assert.match(run.stdout, /OK/);
+  const line = run.stderr.split('\n').find((l) => l.startsWith('LOADED '));
+  assert.ok(line, run.stderr);
+  const loaded = JSON.parse(line.slice('LOADED '.length)) as string[];
+  assert.ok(loaded.some((u) => u.endsWith('/src/server.ts')), 'the server module is loaded (sanity)');
+  for (const part of ['@grpc/grpc-js', 'prom-client', '/src/xds/ads-client.ts', '/src/agent/run-agent.ts']) {
+    assert.deepEqual(loaded.filter((u) => u.includes(part)), [], `${part} not loaded`);
+  }
+});
+
+test('bin/skua-proxy.js keeps a compile cache: a second start does not load the type-stripping compiler', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'skua-cc-'));
+  try {
+    const hook = `process.on('exit', () => { process.stderr.write('AMARO ' + process.moduleLoadList.some((m) => m.includes('amaro')) + '\\n'); });`;
+    const bin = new URL('../bin/skua-proxy.js', import.meta.url).pathname;
+    // The default cache directory is <tmpdir>/node-compile-cache: TMPDIR puts it in this test's directory.
+    const env = { ...process.env, TMPDIR: dir, NODE_COMPILE_CACHE: undefined, NODE_DISABLE_COMPILE_CACHE: undefined };
+    const start = (): string => {
+      const run = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(hook)}`, bin, '--mode', 'validate', '--config-yaml', hcm('')], { encoding: 'utf8', env });
+      assert.equal(run.status, 0, run.stderr);
+      return run.stderr;
+    };
+    assert.match(start(), /AMARO true/, 'the first start strips types');
+    assert.ok(readdirSync(join(dir, 'node-compile-cache')).length > 0, 'the cache was written');
+    assert.match(start(), /AMARO false/, 'the second start reads the cache');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('the config fuzz target imports every lazily loaded filter module (Jazzer cannot require .ts)', () => {
+  const target = readFileSync(new URL('../../../fuzz/targets/config.ts', import.meta.url), 'utf8');
+  const imported = target.match(/^import '\.\.\/\.\.\/packages\/proxy\/src\/filters\/[^']+';$/gm) ?? [];
+  assert.equal(imported.length, HTTP_FILTER_ENTRIES.length + NETWORK_FILTER_ENTRIES.length);
+});
