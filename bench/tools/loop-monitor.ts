@@ -5,21 +5,42 @@
  * task shows as one long gap, by thread CPU time, which other processes on a busy machine do not
  * inflate (they inflate wall time: both are recorded). Each thread rewrites
  * <dir>/loop-<pid>-<threadId>.json once a second with its tasks over 5 ms CPU:
- * [[endEpochMs, cpuMs, wallMs], ...] (the newest 20,000).
+ * [[endEpochMs, cpuMs, wallMs], ...] (the newest 20,000), and <dir>/pauses-<pid>-<threadId>.json with
+ * the thread's GC pauses of 1 ms or more (PerformanceObserver 'gc'): [[endEpochMs, ms, kind], ...],
+ * kind as perf_hooks numbers it (1 minor / scavenge, 4 major / mark-compact, 8 incremental, 16 weak callbacks).
  * Retained heap: with --expose-gc, when <dir>/gc-<pid> holds a token not seen before, each thread
- * runs a full GC and writes its heapUsed in bytes to <dir>/heap-<pid>-<threadId>-<token>.
+ * runs a full GC and writes {"used", "committed"} (heap bytes in use, and V8's committed heap) to
+ * <dir>/heap-<pid>-<threadId>-<token>.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
 import { threadId } from 'node:worker_threads';
 
 const dir = process.env.LOOP_MONITOR_DIR;
+/** Readers poll these files: each appears whole or not at all. */
+function writeWhole(file: string, text: string): void {
+  writeFileSync(`${file}.tmp`, text);
+  renameSync(`${file}.tmp`, file);
+}
 if (dir) {
   const file = path.join(dir, `loop-${process.pid}-${threadId}.json`);
   const cpuMs = (): number => { const u = process.threadCpuUsage(); return (u.user + u.system) / 1000; };
   const epoch = (): number => performance.timeOrigin + performance.now();
   const tasks: Array<[number, number, number]> = [];
   let lastCpu = cpuMs(), lastWall = performance.now(), dirty = false;
+  const pausesFile = path.join(dir, `pauses-${process.pid}-${threadId}.json`);
+  const pauses: Array<[number, number, number]> = [];
+  let pausesDirty = false;
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries() as Array<PerformanceEntry & { detail?: { kind?: number } }>) {
+      if (e.duration < 1) continue;
+      pauses.push([performance.timeOrigin + e.startTime + e.duration, +e.duration.toFixed(2), e.detail?.kind ?? 0]);
+      if (pauses.length > 20_000) pauses.splice(0, pauses.length - 20_000);
+      pausesDirty = true;
+    }
+  }).observe({ entryTypes: ['gc'] });
   setInterval(() => {
     const c = cpuMs(), w = performance.now();
     if (c - lastCpu > 5) {
@@ -34,12 +55,14 @@ if (dir) {
   const gc = (globalThis as { gc?: () => void }).gc;
   let lastToken = '';
   setInterval(() => {
-    if (dirty) { dirty = false; writeFileSync(file, JSON.stringify(tasks)); }
+    if (dirty) { dirty = false; writeWhole(file, JSON.stringify(tasks)); }
+    if (pausesDirty) { pausesDirty = false; writeWhole(pausesFile, JSON.stringify(pauses)); }
     if (!gc || !existsSync(gcFile)) return;
     const token = readFileSync(gcFile, 'utf8').trim();
     if (token === lastToken) return;
     lastToken = token;
     gc();
-    writeFileSync(path.join(dir, `heap-${process.pid}-${threadId}-${token}`), String(process.memoryUsage().heapUsed));
+    const h = getHeapStatistics();
+    writeWhole(path.join(dir, `heap-${process.pid}-${threadId}-${token}`), JSON.stringify({ used: h.used_heap_size, committed: h.total_physical_size }));
   }, 1000).unref();
 }
