@@ -83,6 +83,14 @@ describe('xds decode', () => {
     assert.throws(() => decodeResource({ type_url: LISTENER, value: bytes }), /^XdsDecodeError: filter_chains\[0\]\.filters\[0\]\.typed_config: unknown type URL type\.googleapis\.com\/no\.such\.Inner$/);
   });
 
+  test('strings come out whole: ASCII and not, and bytes that are not UTF-8 refuse the resource', () => {
+    for (const text of ['outbound|9080||svc-1.bench.svc.cluster.local', 'ñame-✓ 名前', 'x'.repeat(200)]) {
+      assert.equal(decodeResource({ type_url: LISTENER, value: encodeResource({ '@type': LISTENER, name: text }).value }).name, text);
+    }
+    // Listener.name (field 1, length-delimited) holding bytes that are not UTF-8.
+    assert.throws(() => decodeResource({ type_url: LISTENER, value: new Uint8Array([0x0a, 0x02, 0xff, 0xfe]) }), /cannot decode type\.googleapis\.com\/envoy\.config\.listener\.v3\.Listener/);
+  });
+
   test('decode µs/op and compile table', () => {
     const encoded = listeners.map((l) => encodeResource(l));
     for (let i = 0; i < 200; i++) for (const a of encoded) decodeResource(a);

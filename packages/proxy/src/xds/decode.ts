@@ -5,12 +5,12 @@
  * "1.5s", enums by name, wrappers as plain values, Struct as plain JSON, 64-bit
  * integers as strings, bytes as base64, default values omitted.
  */
-import protobuf from 'protobufjs';
 import type { Field, Type } from 'protobufjs';
 import { ConfigError } from '../core/errors.ts';
 import { schemaForUrl } from '../config/schema-protobufjs.ts';
 import { checkTypedStructValue, TYPED_STRUCT_TYPES, unknownFieldMessage, type UnknownField } from '../config/strict.ts';
 import { isEnum, isType, typeForUrl } from './protos.ts';
+import { readerOf } from './flat-reader.ts';
 
 type Json = Record<string, unknown>;
 
@@ -76,7 +76,7 @@ function anyToJson(typeUrl: string, value: Uint8Array, path: string): Json {
   let msg: Json;
   try {
     // Keep unknown fields (as non-enumerable `$unknowns`) so messageToJson can apply the policy.
-    const reader = protobuf.Reader.create(value);
+    const reader = readerOf(value);
     reader.discardUnknown = unknownPolicy.mode === 'ignore';
     msg = type.decode(reader) as unknown as Json;
   } catch (e) {

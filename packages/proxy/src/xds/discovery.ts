@@ -7,6 +7,7 @@ import type { Type } from 'protobufjs';
 import { typeForUrl } from './protos.ts';
 import { toPlainMessage } from './encode.ts';
 import { messageToJson } from './decode.ts';
+import { readerOf } from './flat-reader.ts';
 
 export const TYPE_URL = {
   listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
@@ -102,7 +103,7 @@ function encode(name: string, plain: Json): Buffer {
 }
 
 function decode(name: string, bytes: Uint8Array): Json {
-  return t(name).decode(bytes) as unknown as Json;
+  return t(name).decode(readerOf(bytes)) as unknown as Json;
 }
 
 function nodePlain(node: Json | undefined): Json | undefined {

@@ -12,6 +12,7 @@
 import { decodeResource } from './decode.ts';
 import { TYPE_URL, type AnyBytes } from './discovery.ts';
 import { typeForUrl } from './protos.ts';
+import { readerOf } from './flat-reader.ts';
 import { resourceName, type XdsRejection, type XdsResource } from './types.ts';
 import { TimeSlice } from '../core/time-slice.ts';
 
@@ -129,7 +130,7 @@ function duplicatesInDelta(added: readonly string[], removed: readonly string[],
 /** The message decoded at its own level only (nested Anys stay bytes), or undefined when even that fails. */
 function decodeTop(typeUrl: string, value: Uint8Array): Json | undefined {
   try {
-    return typeForUrl(typeUrl)?.decode(value) as unknown as Json | undefined;
+    return typeForUrl(typeUrl)?.decode(readerOf(value)) as unknown as Json | undefined;
   } catch {
     return undefined;
   }
