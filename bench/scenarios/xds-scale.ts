@@ -209,7 +209,7 @@ async function runOne(f: Flavour, n: number, skuaMain: string, build: string, di
       rssPushMb, rssShrunkMb, heapPushMb, heapShrunkMb: shrunk.usedMb, heapCommittedShrunkMb: shrunk.committedMb,
       assignments, activeClustersAfterPush: active,
     };
-    progress('xds-scale', `${label}: max block ${metrics.maxBlockMs.toFixed(0)} ms (idle ${metrics.maxBlockIdleMs.toFixed(0)}), longest task ${metrics.longestTaskMs.toFixed(0)} ms CPU (${tasks.longest}), longest GC pause ${pauses.longestMs.toFixed(0)} ms (${pauses.totalMs.toFixed(0)} ms in all), CPU ${cpuPushS.toFixed(1)} s, p99 ${metrics.p99IdleMs.toFixed(1)} → ${metrics.p99PushMs.toFixed(1)} ms, RSS ${rssPushMb.toFixed(0)} → ${rssShrunkMb.toFixed(0)} MB (V8 heap committed ${shrunk.committedMb.toFixed(0)} MB), ${assignments} assignments left`);
+    progress('xds-scale', `${label}: max block ${metrics.maxBlockMs.toFixed(0)} ms (idle ${metrics.maxBlockIdleMs.toFixed(0)}), longest task ${metrics.longestTaskMs.toFixed(0)} ms CPU (${tasks.longest}), longest GC pause ${pauses.longestMs.toFixed(0)} ms (${pauses.totalMs.toFixed(0)} ms in all), CPU ${cpuPushS.toFixed(1)} s, p99 ${metrics.p99IdleMs.toFixed(1)} → ${metrics.p99PushMs.toFixed(1)} ms, heap ${heapPushMb.toFixed(0)} → ${shrunk.usedMb.toFixed(0)} MB (committed ${shrunk.committedMb.toFixed(0)}), RSS ${rssPushMb.toFixed(0)} → ${rssShrunkMb.toFixed(0)} MB, ${assignments} assignments left`);
     return { target: 'skua', label, metrics, samples: pushMs };
   } catch (e) {
     return { target: 'skua', label, metrics: {}, error: `${(e as Error).message}\n${proxy.stderr.slice(-2000)}` };
