@@ -4,7 +4,7 @@ import { compileBootstrap, loadBootstrapSource } from './config/bootstrap.ts';
 import { applyLogSettings, log, logSettings, type LogSettings } from './core/log.ts';
 import { ProxyServer, type ListenerDrain } from './server.ts';
 import type { ProxyArgs } from './agent/cli.ts';
-import { StatsStore, Scope, Histogram as HistogramClass, type Counter, type Gauge, type Histogram } from './stats/store.ts';
+import { StatsStore, Scope, Histogram as HistogramClass, type EachStat, type Histogram } from './stats/store.ts';
 import { labelledFamily, type FamilyKind } from './stats/labelled.ts';
 import { secrets } from './tls/secrets.ts';
 import { WorkerFeed } from './worker-feed.ts';
@@ -22,21 +22,19 @@ interface StatsSnapshot extends StatsValues {
   families: Array<{ namespace: string; name: string; kind: FamilyKind; series: Array<{ names: string[]; values: string[]; value: number; hist?: HistogramData }> }>;
 }
 
-interface StatMaps { counters: Map<string, Counter>; gauges: Map<string, Gauge>; histograms: Map<string, Histogram> }
-
-function valuesOf(m: StatMaps): StatsValues {
-  return {
-    counters: [...m.counters].map(([k, c]) => [k, c.value]),
-    gauges: [...m.gauges].map(([k, g]) => [k, g.value]),
-    histograms: [...m.histograms].map(([k, h]) => [k, { buckets: [...h.buckets], count: h.count, sum: h.sum }]),
-  };
+function valuesOf(each: EachStat): StatsValues {
+  const v: StatsValues = { counters: [], gauges: [], histograms: [] };
+  each('counters', (k, c) => v.counters.push([k, c.value]));
+  each('gauges', (k, g) => v.gauges.push([k, g.value]));
+  each('histograms', (k, h) => v.histograms.push([k, { buckets: [...h.buckets], count: h.count, sum: h.sum }]));
+  return v;
 }
 
 function snapshot(store: StatsStore): StatsSnapshot {
   return {
-    ...valuesOf(store),
+    ...valuesOf((kind, fn) => store.eachUnscoped(kind, fn)),
     groups: [...store.groups.values()].map((g) => ({
-      prefix: g.tags.prefix, base: g.tags.base, tags: g.tags.tags.map(([a, b]) => [a, b] as [string, string]), stats: valuesOf(g),
+      prefix: g.tags.prefix, base: g.tags.base, tags: g.tags.tags.map(([a, b]) => [a, b] as [string, string]), stats: valuesOf((kind, fn) => g.each(kind, fn)),
     })),
     families: [...store.families.values()].map((f) => ({
       namespace: f.namespace, name: f.name, kind: f.kind,

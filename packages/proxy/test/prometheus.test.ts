@@ -191,3 +191,28 @@ describe('promtool check metrics', () => {
     assert.equal(r.status, 1);
   });
 });
+
+describe('scoped stats (StatsStore groups)', () => {
+  test('scopes on one prefix share stats; release drops only what that scope handed out, and the group once empty', () => {
+    const store = new StatsStore();
+    const a = store.scope('cluster', 'envoy_cluster_name', 'c1');
+    const b = store.scope('cluster', 'envoy_cluster_name', 'c1');
+    a.counter('upstream_rq_total').inc(2);
+    assert.equal(store.scope('cluster', 'envoy_cluster_name', 'c1').counter('upstream_rq_total').value, 2, 'the same stat for the same name');
+    b.gauge('circuit_breakers.default.rq_open').set(1);
+    // Another cluster's group gets slots of its own in the shared names.
+    store.scope('cluster', 'envoy_cluster_name', 'c2').gauge('circuit_breakers.default.rq_open').set(5);
+    assert.equal(store.find('counters', 'cluster.c1.upstream_rq_total')?.value, 2);
+    assert.equal(store.find('gauges', 'cluster.c2.circuit_breakers.default.rq_open')?.value, 5);
+    assert.equal(store.find('counters', 'cluster.c2.upstream_rq_total'), undefined, 'never made for c2');
+    b.release();
+    assert.equal(store.find('gauges', 'cluster.c1.circuit_breakers.default.rq_open'), undefined);
+    assert.ok(store.groups.has('cluster.c1.'), 'c1 still has a stat');
+    a.release();
+    assert.equal(store.find('counters', 'cluster.c1.upstream_rq_total'), undefined);
+    assert.ok(!store.groups.has('cluster.c1.'), 'the empty group is gone');
+    const names: string[] = [];
+    store.each('gauges', (name) => names.push(name));
+    assert.deepEqual(names, ['cluster.c2.circuit_breakers.default.rq_open']);
+  });
+});
