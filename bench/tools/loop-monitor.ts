@@ -12,17 +12,25 @@
  * runs a full GC and writes {"used", "committed"} (heap bytes in use, and V8's committed heap) to
  * <dir>/heap-<pid>-<threadId>-<token>.
  */
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { threadId } from 'node:worker_threads';
 
 const dir = process.env.LOOP_MONITOR_DIR;
-/** Readers poll these files: each appears whole or not at all. */
-function writeWhole(file: string, text: string): void {
-  writeFileSync(`${file}.tmp`, text);
-  renameSync(`${file}.tmp`, file);
+const writing = new Set<string>();
+/**
+ * Readers poll these files: each appears whole or not at all. Written off the thread (a synchronous
+ * write on a busy disk blocked the loop under test for tens of ms); false while the last write of
+ * the file is still going.
+ */
+function writeWhole(file: string, text: () => string): boolean {
+  if (writing.has(file)) return false;
+  writing.add(file);
+  void writeFile(`${file}.tmp`, text()).then(() => rename(`${file}.tmp`, file)).catch(() => undefined).finally(() => writing.delete(file));
+  return true;
 }
 if (dir) {
   const file = path.join(dir, `loop-${process.pid}-${threadId}.json`);
@@ -55,14 +63,14 @@ if (dir) {
   const gc = (globalThis as { gc?: () => void }).gc;
   let lastToken = '';
   setInterval(() => {
-    if (dirty) { dirty = false; writeWhole(file, JSON.stringify(tasks)); }
-    if (pausesDirty) { pausesDirty = false; writeWhole(pausesFile, JSON.stringify(pauses)); }
+    if (dirty && writeWhole(file, () => JSON.stringify(tasks))) dirty = false;
+    if (pausesDirty && writeWhole(pausesFile, () => JSON.stringify(pauses))) pausesDirty = false;
     if (!gc || !existsSync(gcFile)) return;
     const token = readFileSync(gcFile, 'utf8').trim();
     if (token === lastToken) return;
     lastToken = token;
     gc();
     const h = getHeapStatistics();
-    writeWhole(path.join(dir, `heap-${process.pid}-${threadId}-${token}`), JSON.stringify({ used: h.used_heap_size, committed: h.total_physical_size }));
+    writeWhole(path.join(dir, `heap-${process.pid}-${threadId}-${token}`), () => JSON.stringify({ used: h.used_heap_size, committed: h.total_physical_size }));
   }, 1000).unref();
 }
