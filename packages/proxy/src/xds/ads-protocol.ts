@@ -4,9 +4,9 @@
  * which survives reconnects (a new stream resumes from the last accepted versions).
  */
 import {
-  decodeDeltaResponse, decodeSotwResponse, encodeDeltaRequest, encodeSotwRequest,
+  decodeAnyBytes, decodeDeltaResource, encodeDeltaRequest, encodeSotwRequest, splitDeltaResponse, splitSotwResponse,
 } from './discovery.ts';
-import { screenResponse, type Screened } from './screen.ts';
+import { screenResponse, type ResponseItem, type ResponseItems, type Screened } from './screen.ts';
 import { nackMessage, SOTW_FULL_STATE, SUBSCRIBE_ORDER, type XdsHandler, type XdsInterest, type XdsRejection } from './types.ts';
 import { log } from '../core/log.ts';
 
@@ -20,8 +20,14 @@ function parse<T>(decode: (bytes: Uint8Array) => T, bytes: Uint8Array, what: str
   try {
     return decode(bytes);
   } catch (e) {
+    if (e instanceof MalformedResponse) throw e;
     throw new MalformedResponse(`cannot decode a ${what} (${bytes.length} bytes): ${(e as Error).message}`);
   }
+}
+
+/** A response's resources, each decoded when screening reaches it (bytes that do not decode reset the stream). */
+function lazyItems(entries: readonly Uint8Array[], what: string, item: (bytes: Uint8Array) => ResponseItem | undefined): ResponseItems {
+  return { length: entries.length, at: (i) => parse(item, entries[i], what) };
 }
 
 /** What the client remembers per type across streams. */
@@ -164,12 +170,12 @@ export class SotwProtocol extends ProtocolBase implements AdsProtocol {
   }
 
   async onResponse(bytes: Buffer): Promise<Buffer[]> {
-    const r = parse(decodeSotwResponse, bytes, 'DiscoveryResponse');
+    const { response: r, resources } = parse(splitSotwResponse, bytes, 'DiscoveryResponse');
     const s = this.subscription(r.type_url);
     if (!s) return [];
     s.nonce = r.nonce;
     const full = SOTW_FULL_STATE.has(r.type_url);
-    const items = r.resources.map((any) => ({ version: r.version_info, any }));
+    const items = lazyItems(resources, 'DiscoveryResponse resource', (b) => ({ version: r.version_info, any: decodeAnyBytes(b) }));
     const sc = await screenResponse(r.type_url, items, [], ProtocolBase.wanted(s), { delta: false, full });
     const { error } = await this.applyScreened(r.type_url, r.version_info, sc, full);
     // A NACK repeats the last accepted version (Envoy: the rejected version is never acknowledged).
@@ -214,10 +220,13 @@ export class DeltaProtocol extends ProtocolBase implements AdsProtocol {
   }
 
   async onResponse(bytes: Buffer): Promise<Buffer[]> {
-    const r = parse(decodeDeltaResponse, bytes, 'DeltaDiscoveryResponse');
+    const { response: r, resources } = parse(splitDeltaResponse, bytes, 'DeltaDiscoveryResponse');
     const s = this.subscription(r.type_url);
     if (!s) return [];
-    const items = r.resources.filter((x) => x.resource !== undefined).map((x) => ({ name: x.name, version: x.version, any: x.resource! }));
+    const items = lazyItems(resources, 'DeltaDiscoveryResponse resource', (b) => {
+      const x = decodeDeltaResource(b);
+      return x.resource ? { name: x.name, version: x.version, any: x.resource } : undefined;
+    });
     const sc = await screenResponse(r.type_url, items, r.removed_resources, ProtocolBase.wanted(s), { delta: true, full: false });
     const { error, refused } = await this.applyScreened(r.type_url, r.system_version_info, sc, false);
     for (const res of sc.resources) if (!refused.has(res.name)) s.versions.set(res.name, res.version);

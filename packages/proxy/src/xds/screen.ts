@@ -25,6 +25,13 @@ export interface ResponseItem {
   readonly any: AnyBytes;
 }
 
+/** The response's resources, read one at a time (an array will do; the ADS client decodes each on `at`). */
+export interface ResponseItems {
+  readonly length: number;
+  /** Undefined: nothing to screen (a Delta Resource wrapper without a resource). */
+  at(i: number): ResponseItem | undefined;
+}
+
 export interface Screened {
   /** Decoded, subscribed resources for the config layer. */
   readonly resources: XdsResource[];
@@ -52,15 +59,17 @@ export function resourceKind(typeUrl: string): string {
  * Decoding runs in time slices (20,000 clusters take seconds): the loop also serves traffic.
  */
 export async function screenResponse(
-  typeUrl: string, items: readonly ResponseItem[], removedNames: readonly string[],
+  typeUrl: string, items: ResponseItems, removedNames: readonly string[],
   subscribed: ((name: string) => boolean) | undefined, opts: { readonly delta: boolean; readonly full: boolean },
 ): Promise<Screened> {
   const lines: XdsRejection[] = [];
   const named: XdsRejection[] = [];
   const decoded: Array<{ name: string; version: string; json: Json | undefined; error?: string }> = [];
   const slice = new TimeSlice();
-  for (const [i, it] of items.entries()) {
+  for (let i = 0; i < items.length; i++) {
     if (slice.due) await slice.next();
+    const it = items.at(i);
+    if (!it) continue;
     const label = it.name || `resources[${i}]`;
     if (it.any.type_url !== typeUrl) {
       lines.push({ name: label, message: `type URL ${it.any.type_url || '(empty)'} does not match the message-wide type URL ${typeUrl}` });
@@ -85,19 +94,20 @@ export async function screenResponse(
     }
   }
   if (slice.due) await slice.next();
-  if (opts.delta) duplicatesInDelta(decoded.map((d) => d.name), removedNames, lines, named);
+  if (opts.delta) await duplicatesInDelta(decoded.map((d) => d.name), removedNames, lines, named, slice);
   if (lines.length > 0) return { resources: [], refused: [], removed: [], fatal: { lines, named } };
 
   const resources: XdsResource[] = [];
   const refused: XdsRejection[] = [];
-  const copies = countNames(decoded.map((d) => d.name));
+  // (Delta refused duplicates above; SotW lets the first copy of a listener / cluster stand.)
+  const copies = opts.delta ? undefined : await countNames(decoded.map((d) => d.name), slice);
   const seen = new Set<string>();
   for (const d of decoded) {
     if (slice.due) await slice.next();
     if (subscribed && !subscribed(d.name)) continue;
     const first = !seen.has(d.name);
     seen.add(d.name);
-    if (!opts.delta && (copies.get(d.name) ?? 0) > 1 && (!first || !opts.full)) {
+    if (copies && (copies.get(d.name) ?? 0) > 1 && (!first || !opts.full)) {
       refused.push({ name: d.name, message: `duplicate ${resourceKind(typeUrl)} ${d.name} found` });
       continue;
     }
@@ -108,21 +118,25 @@ export async function screenResponse(
   return { resources, refused, removed, fatal: undefined };
 }
 
-function countNames(names: readonly string[]): Map<string, number> {
+/** Names are checked in batches between time-slice checks: 20,000 of them are a few ms. */
+const NAME_BATCH = 1000;
+
+async function countNames(names: readonly string[], slice: TimeSlice): Promise<Map<string, number>> {
   const m = new Map<string, number>();
-  for (const n of names) m.set(n, (m.get(n) ?? 0) + 1);
+  for (let i = 0; i < names.length; i++) {
+    if (i % NAME_BATCH === 0 && slice.due) await slice.next();
+    m.set(names[i], (m.get(names[i]) ?? 0) + 1);
+  }
   return m;
 }
 
-function duplicatesInDelta(added: readonly string[], removed: readonly string[], lines: XdsRejection[], named: XdsRejection[]): void {
+async function duplicatesInDelta(added: readonly string[], removed: readonly string[], lines: XdsRejection[], named: XdsRejection[], slice: TimeSlice): Promise<void> {
   const names = new Set<string>();
   const refuse = (name: string, message: string): void => { lines.push({ name, message }); named.push({ name, message }); };
-  for (const n of added) {
-    if (names.has(n)) refuse(n, `duplicate name ${n} found among added/updated resources`);
-    names.add(n);
-  }
-  for (const n of removed) {
-    if (names.has(n)) refuse(n, `duplicate name ${n} found in the union of added+removed resources`);
+  for (let i = 0; i < added.length + removed.length; i++) {
+    if (i % NAME_BATCH === 0 && slice.due) await slice.next();
+    const n = i < added.length ? added[i] : removed[i - added.length];
+    if (names.has(n)) refuse(n, i < added.length ? `duplicate name ${n} found among added/updated resources` : `duplicate name ${n} found in the union of added+removed resources`);
     names.add(n);
   }
 }
