@@ -216,3 +216,17 @@ describe('scoped stats (StatsStore groups)', () => {
     assert.deepEqual(names, ['cluster.c2.circuit_breakers.default.rq_open']);
   });
 });
+
+test('release finds every stat a scope handed out, past the first 31 of a kind', () => {
+  const store = new StatsStore();
+  const a = store.scope('cluster', 'envoy_cluster_name', 'big');
+  const other = store.scope('cluster', 'envoy_cluster_name', 'big');
+  for (let i = 0; i < 70; i++) a.counter(`c${i}`).inc();
+  other.counter('kept').inc();
+  a.gauge('g').set(1);
+  a.release();
+  const left: string[] = [];
+  store.each('counters', (name) => left.push(name));
+  store.each('gauges', (name) => left.push(name));
+  assert.deepEqual(left, ['cluster.big.kept']);
+});

@@ -253,7 +253,10 @@ export class CodeClassCounters {
 export class Scope {
   private readonly store: StatsStore;
   private readonly group: StatGroup;
-  /** The slots of every stat this scope handed out, for release(): 3 bits of kind, the slot above. */
+  /**
+   * Which slots this scope handed out, for release(): a bit set per kind, 31 slots a word (small
+   * integers), word `w` of kind `k` at index 3w + k.
+   */
   private readonly created: number[] = [];
 
   constructor(store: StatsStore, prefix: string, base: string, tags: ReadonlyArray<readonly [string, string]>) {
@@ -267,7 +270,11 @@ export class Scope {
    */
   release(): void {
     const g = this.group;
-    for (const c of this.created) g.delete(KINDS[c & 3], c >> 2);
+    for (let i = 0; i < this.created.length; i++) {
+      const kind = KINDS[i % 3];
+      const base = Math.floor(i / 3) * BITS;
+      for (let bits = this.created[i]; bits !== 0; bits &= bits - 1) g.delete(kind, base + 31 - Math.clz32(bits & -bits));
+    }
     this.created.length = 0;
     if (g.empty && this.store.groups.get(g.tags.prefix) === g) this.store.groups.delete(g.tags.prefix);
   }
@@ -286,12 +293,15 @@ export class Scope {
 
   private get<K extends StatKind>(kind: K, rest: string, make: () => StatOf[K]): StatOf[K] {
     const slot = this.group.schema.slot(kind, rest);
-    this.created.push((slot << 2) | KINDS.indexOf(kind));
+    const word = Math.floor(slot / BITS) * 3 + KINDS.indexOf(kind);
+    while (this.created.length <= word) this.created.push(0);
+    this.created[word] |= 1 << (slot % BITS);
     return this.group.ensure(kind, slot, make);
   }
 }
 
 const KINDS: readonly StatKind[] = ['counters', 'gauges', 'histograms'];
+const BITS = 31;
 const newCounter = (): Counter => new Counter();
 const newGauge = (): Gauge => new Gauge();
 const newHistogram = (): Histogram => new Histogram();

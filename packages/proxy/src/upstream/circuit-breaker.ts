@@ -1,4 +1,4 @@
-import type { Gauge, Scope, StatsStore } from '../stats/store.ts';
+import type { Gauge, Scope } from '../stats/store.ts';
 import type { CircuitBreakerLimits } from './cluster-config.ts';
 
 /**
@@ -63,11 +63,8 @@ export class CircuitBreakers {
   readonly retries: Resource;
   /** max_connection_pools is not supported (refused at load): unlimited, as Envoy's default (2^32 − 1). */
   readonly connectionPools: Resource;
-  private readonly scope: Scope;
-
-  constructor(limits: CircuitBreakerLimits, store: StatsStore, cluster: string, priority: 'default' | 'high') {
-    const p = store.scope('cluster', 'envoy_cluster_name', cluster);
-    this.scope = p;
+  /** `p`: the cluster's stats scope (ClusterStats.scope), which releases these gauges with the cluster's. */
+  constructor(limits: CircuitBreakerLimits, p: Scope, priority: 'default' | 'high') {
     const names = STAT_NAMES[priority];
     const resource = (max: number, r: ResourceNames): Resource => new Resource(max, p.gauge(r.open), limits.trackRemaining ? p.gauge(r.remaining) : undefined);
     this.connections = resource(limits.maxConnections, names.cx);
@@ -79,10 +76,5 @@ export class CircuitBreakers {
 
   detach(): void {
     for (const r of [this.connections, this.pending, this.requests, this.retries, this.connectionPools]) r.detach();
-  }
-
-  /** Drops the gauges from the store (the cluster was removed). */
-  release(): void {
-    this.scope.release();
   }
 }
