@@ -4,7 +4,7 @@ import { compileBootstrap, loadBootstrapSource } from './config/bootstrap.ts';
 import { applyLogSettings, log, logSettings, type LogSettings } from './core/log.ts';
 import { ProxyServer, type ListenerDrain } from './server.ts';
 import type { ProxyArgs } from './agent/cli.ts';
-import { StatsStore, Scope, Histogram as HistogramClass, type EachStat, type Histogram } from './stats/store.ts';
+import { StatsStore, Scope, Histogram as HistogramClass, type EachStat } from './stats/store.ts';
 import { labelledFamily, type FamilyKind } from './stats/labelled.ts';
 import { secrets } from './tls/secrets.ts';
 import { WorkerFeed } from './worker-feed.ts';
@@ -26,7 +26,7 @@ function valuesOf(each: EachStat): StatsValues {
   const v: StatsValues = { counters: [], gauges: [], histograms: [] };
   each('counters', (k, c) => v.counters.push([k, c.value]));
   each('gauges', (k, g) => v.gauges.push([k, g.value]));
-  each('histograms', (k, h) => v.histograms.push([k, { buckets: [...h.buckets], count: h.count, sum: h.sum }]));
+  each('histograms', (k, h) => v.histograms.push([k, { buckets: Array.from(h.buckets), count: h.count, sum: h.sum }]));
   return v;
 }
 
@@ -41,7 +41,7 @@ function snapshot(store: StatsStore): StatsSnapshot {
       series: [...f.series.values()].map((s) => {
         const m = s.metric;
         return m instanceof HistogramClass
-          ? { names: [...s.names], values: [...s.values], value: 0, hist: { buckets: [...m.buckets], count: m.count, sum: m.sum } }
+          ? { names: [...s.names], values: [...s.values], value: 0, hist: { buckets: Array.from(m.buckets), count: m.count, sum: m.sum } }
           : { names: [...s.names], values: [...s.values], value: m.value };
       }),
     })),
@@ -53,9 +53,7 @@ function addValues(at: Pick<StatsStore, 'counter' | 'gauge' | 'histogram'>, v: S
   for (const [k, n] of v.counters) at.counter(k).value += n;
   for (const [k, n] of v.gauges) at.gauge(k).value += n;
   for (const [k, d] of v.histograms) {
-    const h: Histogram = at.histogram(k);
-    h.count += d.count; h.sum += d.sum;
-    d.buckets.forEach((b, i) => { h.buckets[i] += b; });
+    at.histogram(k).add(d.buckets, d.count, d.sum);
   }
 }
 
@@ -67,8 +65,7 @@ function addInto(store: StatsStore, s: StatsSnapshot): void {
     for (const se of f.series) {
       const m = fam.get(se.names, se.values);
       if (m instanceof HistogramClass && se.hist) {
-        m.count += se.hist.count; m.sum += se.hist.sum;
-        se.hist.buckets.forEach((b, i) => { m.buckets[i] += b; });
+        m.add(se.hist.buckets, se.hist.count, se.hist.sum);
       } else if (!(m instanceof HistogramClass)) {
         // Labelled gauges (istio_build) describe the process, not a worker: merged by max.
         m.value = f.kind === 'gauge' ? Math.max(m.value, se.value) : m.value + se.value;

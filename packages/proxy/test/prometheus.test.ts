@@ -230,3 +230,14 @@ test('release finds every stat a scope handed out, past the first 31 of a kind',
   store.each('gauges', (name) => left.push(name));
   assert.deepEqual(left, ['cluster.big.kept']);
 });
+
+test('a histogram without samples shares its zero buckets; the first sample, or another thread\'s, makes its own', () => {
+  const a = new Histogram(), b = new Histogram();
+  assert.deepEqual(Array.from(a.buckets), new Array(HISTOGRAM_BOUNDS.length).fill(0));
+  a.record(3);
+  assert.equal(a.buckets[2], 1);
+  assert.equal(b.buckets[2], 0, 'an untouched histogram still reads zero');
+  b.add(a.buckets, a.count, a.sum);
+  b.add(a.buckets, a.count, a.sum);
+  assert.deepEqual([b.buckets[2], b.count, b.sum, a.buckets[2]], [2, 2, 6, 1]);
+});
