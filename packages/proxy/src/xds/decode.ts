@@ -46,6 +46,17 @@ export function setUnknownFieldPolicy(policy: UnknownFieldPolicy): void {
   unknownPolicy = policy;
 }
 
+/** Decodes a resource accepted before (for /config_dump): unknown fields are neither counted nor logged again. */
+export function decodeAccepted(any: AnyResource): Json {
+  const policy = unknownPolicy;
+  unknownPolicy = { mode: 'ignore' };
+  try {
+    return decodeResource(any);
+  } finally {
+    unknownPolicy = policy;
+  }
+}
+
 /** Field names in a TypedStruct's JSON value are checked against the named type: a misspelling is a NACK. */
 function rejectUnknownName(f: UnknownField): never {
   throw new XdsDecodeError(f.path, unknownFieldMessage(f.typeName));

@@ -19,14 +19,15 @@ const NO_JSON: Readonly<Record<string, unknown>> = Object.freeze({});
 /** The CDS / EDS update `u` as workers should apply it, in chunks (at least one: it also marks the type seen). */
 export function followerUpdates(u: XdsUpdate, dynamic: DynamicConfig): XdsUpdate[] {
   if (u.typeUrl === TYPE_URL.cluster) {
-    const change = dynamic.lastClusterChange;
-    return chunked(u, change.rebuilt, change.removed);
+    const change = dynamic.takeClusterChange();
+    // Without `any`: its bytes are a view into the whole response, which postMessage would copy whole.
+    return chunked(u, change.rebuilt.map((r) => ({ name: r.name, version: r.version, json: r.json })), change.removed);
   }
   const compiled: CompiledAssignment[] = [];
   for (const r of u.resources) {
     const a = dynamic.eds.assignments.get(r.name);
-    // Kept by the main thread from this very resource: send what it compiled.
-    if (a && a.tracked.json === r.json) compiled.push({ name: r.name, version: r.version, json: NO_JSON, endpoints: a.endpoints });
+    // Kept by the main thread from this very update: send what it compiled.
+    if (a && dynamic.lastEndpointsStored.has(r.name)) compiled.push({ name: r.name, version: r.version, json: NO_JSON, endpoints: a.endpoints });
   }
   return chunked(u, compiled, u.removed);
 }

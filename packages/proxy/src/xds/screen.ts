@@ -64,7 +64,7 @@ export async function screenResponse(
 ): Promise<Screened> {
   const lines: XdsRejection[] = [];
   const named: XdsRejection[] = [];
-  const decoded: Array<{ name: string; version: string; json: Json | undefined; error?: string }> = [];
+  const decoded: Array<{ name: string; version: string; json: Json | undefined; any: AnyBytes; error?: string }> = [];
   const slice = new TimeSlice();
   for (let i = 0; i < items.length; i++) {
     if (slice.due) await slice.next();
@@ -80,13 +80,13 @@ export async function screenResponse(
       const json = decodeResource(it.any);
       const name = it.name || resourceName(typeUrl, json);
       if (name === '') throw new Error('resource has no name');
-      decoded.push({ name, version: it.version, json });
+      decoded.push({ name, version: it.version, json, any: it.any });
     } catch (e) {
       // Decodes at its own level (a nested Any is unknown): refused alone, by name. Not at all: fatal.
       const top = decodeTop(typeUrl, it.any.value);
       const name = it.name || (top ? resourceName(typeUrl, top) : '');
       const message = (e as Error).message;
-      if (top && name !== '') decoded.push({ name, version: it.version, json: undefined, error: message });
+      if (top && name !== '') decoded.push({ name, version: it.version, json: undefined, any: it.any, error: message });
       else {
         lines.push({ name: label, message });
         if (it.name) named.push(lines[lines.length - 1]);
@@ -112,7 +112,7 @@ export async function screenResponse(
       continue;
     }
     if (d.json === undefined) refused.push({ name: d.name, message: d.error ?? 'cannot decode' });
-    else resources.push({ name: d.name, version: d.version, json: d.json });
+    else resources.push({ name: d.name, version: d.version, json: d.json, any: d.any });
   }
   const removed = subscribed ? removedNames.filter((n) => subscribed(n)) : [...removedNames];
   return { resources, refused, removed, fatal: undefined };
