@@ -4,34 +4,41 @@ import path from 'node:path';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Entries [endEpochMs, value, ...] of one kind of file (`loop`, `pauses`) of each thread of `pid` that ended within [from, to]. */
-function entriesIn(dir: string, kind: string, pid: number, from: number, to: number): Map<string, number[]> {
-  const out = new Map<string, number[]>();
+/** Entries [endEpochMs, ...values] of one kind of file (`loop`, `pauses`) of each thread of `pid` that ended within [from, to]. */
+function entriesIn(dir: string, kind: string, pid: number, from: number, to: number): Map<string, number[][]> {
+  const out = new Map<string, number[][]>();
   const prefix = `${kind}-${pid}-`;
   for (const f of readdirSync(dir).sort()) {
     if (!f.startsWith(prefix) || !f.endsWith('.json')) continue;
     const rows = JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as number[][];
-    out.set(f.slice(prefix.length, -'.json'.length), rows.filter(([end]) => end >= from && end <= to).map(([, v]) => v));
+    out.set(f.slice(prefix.length, -'.json'.length), rows.filter(([end]) => end >= from && end <= to).map(([, ...v]) => v));
   }
   return out;
 }
 
-/** Tasks (thread CPU ms) the loop monitor saw in each thread that ended within [from, to]: all sorted, and each thread's longest. */
-export function tasksIn(dir: string, pid: number, from: number, to: number): { all: number[]; longest: string } {
+/**
+ * Tasks the loop monitor saw in each thread that ended within [from, to]: all over 5 ms by thread CPU
+ * time, sorted, each thread's longest, and the longest gap between two ticks in wall time (a task,
+ * a GC pause, or the thread waiting for a CPU).
+ */
+export function tasksIn(dir: string, pid: number, from: number, to: number): { all: number[]; longest: string; longestWallMs: number } {
   const all: number[] = [];
   const longest: string[] = [];
-  for (const [thread, mine] of entriesIn(dir, 'loop', pid, from, to)) {
+  let longestWallMs = 0;
+  for (const [thread, rows] of entriesIn(dir, 'loop', pid, from, to)) {
+    const mine = rows.map(([cpu]) => cpu).filter((cpu) => cpu > 5);
     all.push(...mine);
+    for (const [, wall] of rows) longestWallMs = Math.max(longestWallMs, wall);
     longest.push(`thread ${thread}: ${Math.max(0, ...mine).toFixed(0)} ms`);
   }
-  return { all: all.sort((a, b) => a - b), longest: longest.join(', ') };
+  return { all: all.sort((a, b) => a - b), longest: longest.join(', '), longestWallMs };
 }
 
 /** GC pauses (ms, any thread) that ended within [from, to]: the longest and their sum. */
 export function pausesIn(dir: string, pid: number, from: number, to: number): { longestMs: number; totalMs: number } {
   let longestMs = 0, totalMs = 0;
-  for (const mine of entriesIn(dir, 'pauses', pid, from, to).values()) {
-    for (const ms of mine) { longestMs = Math.max(longestMs, ms); totalMs += ms; }
+  for (const rows of entriesIn(dir, 'pauses', pid, from, to).values()) {
+    for (const [ms] of rows) { longestMs = Math.max(longestMs, ms); totalMs += ms; }
   }
   return { longestMs, totalMs };
 }

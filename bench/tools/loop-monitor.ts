@@ -4,8 +4,8 @@
  * timer measures how much of this thread's CPU time passed between two ticks. A long synchronous
  * task shows as one long gap, by thread CPU time, which other processes on a busy machine do not
  * inflate (they inflate wall time: both are recorded). Each thread rewrites
- * <dir>/loop-<pid>-<threadId>.json once a second with its tasks over 5 ms CPU:
- * [[endEpochMs, cpuMs, wallMs], ...] (the newest 20,000), and <dir>/pauses-<pid>-<threadId>.json with
+ * <dir>/loop-<pid>-<threadId>.json once a second with its gaps between two ticks over 5 ms of CPU or
+ * 20 ms of wall time: [[endEpochMs, cpuMs, wallMs], ...] (the newest 20,000), and <dir>/pauses-<pid>-<threadId>.json with
  * the thread's GC pauses of 1 ms or more (PerformanceObserver 'gc'): [[endEpochMs, ms, kind], ...],
  * kind as perf_hooks numbers it (1 minor / scavenge, 4 major / mark-compact, 8 incremental, 16 weak callbacks).
  * Retained heap: with --expose-gc, when <dir>/gc-<pid> holds a token not seen before, each thread
@@ -51,7 +51,7 @@ if (dir) {
   }).observe({ entryTypes: ['gc'] });
   setInterval(() => {
     const c = cpuMs(), w = performance.now();
-    if (c - lastCpu > 5) {
+    if (c - lastCpu > 5 || w - lastWall > 20) {
       tasks.push([epoch(), +(c - lastCpu).toFixed(2), +(w - lastWall).toFixed(2)]);
       if (tasks.length > 20_000) tasks.splice(0, tasks.length - 20_000);
       dirty = true;
