@@ -8,6 +8,7 @@ import { StatsStore, Scope, Histogram as HistogramClass, type EachStat } from '.
 import { labelledFamily, type FamilyKind } from './stats/labelled.ts';
 import { secrets } from './tls/secrets.ts';
 import { WorkerFeed } from './worker-feed.ts';
+import { receivedUpdate } from './xds/follower-updates.ts';
 
 type HistogramData = { buckets: number[]; count: number; sum: number };
 interface StatsValues {
@@ -146,7 +147,7 @@ async function runWorker(): Promise<void> {
         // The main thread's drain settings; this thread's own connections decide when it is done.
         void server.drainAndExit(m.drain);
       } else if (typeof m === 'object' && 'xds' in m) {
-        applying = applying.then(() => server.dynamic?.apply(m.xds)).catch((err: Error) => log.error(`worker ${data.index}: xDS update: ${err.message}`)).finally(applied);
+        applying = applying.then(() => server.dynamic?.apply(receivedUpdate(m.xds))).catch((err: Error) => log.error(`worker ${data.index}: xDS update: ${err.message}`)).finally(applied);
       } else if (typeof m === 'object' && 'fetchTimeout' in m) {
         applying = applying.then(() => server.dynamic?.expireFetch(m.fetchTimeout)).finally(applied);
       }
