@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { log, StatsStore, type AdsClient } from './core.ts';
-import { configDump } from './admin/config-dump.ts';
+import { configDump, connectionsDump } from './admin/config-dump.ts';
 import { startAdminServers, type StartedServers } from './admin/servers.ts';
 import type { ZtunnelConfig } from './config.ts';
 import { ConnectionManager } from './connections.ts';
@@ -148,9 +148,7 @@ export class ZtunnelApp {
     }
     this.servers = await startAdminServers({
       configDump: () => configDump(this.state, this.connections, certificatesDump(this.certs), this.manager?.locals() ?? this.dedicatedLocals()),
-      connections: () => (this.manager?.locals() ?? this.dedicatedLocals()).map((l) => ({
-        state: l.state, connections: this.connections.connectionsOf(l.uid), info: { name: l.name, namespace: l.namespace, trustDomain: '', serviceAccount: l.serviceAccount },
-      })),
+      connections: () => connectionsDump(this.connections, this.manager?.locals() ?? this.dedicatedLocals()),
       metrics: () => this.metrics.render(),
       pending: () => this.pending(),
       quit: () => { void this.drain().then(() => process.exit(0)); },
