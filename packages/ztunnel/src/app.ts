@@ -4,7 +4,7 @@
  * dedicated mode — the admin/stats/readiness servers, and a graceful drain.
  */
 import { readFileSync } from 'node:fs';
-import { log, StatsStore, type AdsClient } from './core.ts';
+import { log, StatsStore, type AdsClient, type HboneServer } from './core.ts';
 import { configDump, connectionsDump } from './admin/config-dump.ts';
 import { startAdminServers, type StartedServers } from './admin/servers.ts';
 import type { ZtunnelConfig } from './config.ts';
@@ -89,7 +89,7 @@ export class ZtunnelApp {
     const hbone = this.hboneInbound(pi);
     const proxies = await startProxies(pi, {
       outboundPort: cfg.outboundPort, inboundPlaintextPort: cfg.inboundPlaintextPort, inboundPort: cfg.inboundPort,
-      bindAddress: '0.0.0.0', terminationDeadlineMs: cfg.terminationDeadlineMs, inbound: hbone?.handle,
+      bindAddress: '0.0.0.0', terminationDeadlineMs: cfg.terminationDeadlineMs, hbone,
     });
     this.prefetch(local()?.identity);
     let dns: Awaited<ReturnType<typeof startPodDns>> | undefined;
@@ -101,14 +101,13 @@ export class ZtunnelApp {
         throw e;
       }
     }
-    return { close: async () => { await dns?.close(); await proxies.close(); pi.hbone?.close(); await hbone?.close(); } };
+    return { close: async () => { await dns?.close(); await proxies.close(); pi.hbone?.close(); hbone?.destroy(); } };
   }
 
   /** 15008 for one workload: TLS with its certificate, then each CONNECT to the inbound handler. */
-  private hboneInbound(pi: ProxyInputs): { handle: (pi: ProxyInputs, s: import('node:net').Socket) => void; close: () => Promise<void> } | undefined {
+  private hboneInbound(pi: ProxyInputs): HboneServer | undefined {
     if (!this.certs) return undefined;
-    const server = podHboneServer(this.certs, () => pi.localWorkload()?.identity, (inb) => handleInboundHbone(pi, inb, this.cfg.enableResponseBaggage), this.hboneSettings);
-    return { handle: (_pi, socket) => server.handle(socket), close: () => server.close() };
+    return podHboneServer(this.certs, () => pi.localWorkload()?.identity, (inb) => handleInboundHbone(pi, inb, this.cfg.enableResponseBaggage), this.hboneSettings);
   }
 
   /** Fetches a workload's certificate ahead of its first connection (ztunnel prefetches for local workloads). */
@@ -164,9 +163,9 @@ export class ZtunnelApp {
       const hbone = this.hboneInbound(pi);
       const proxies = await startProxies(pi, {
         outboundPort: cfg.outboundPort, inboundPlaintextPort: cfg.inboundPlaintextPort, inboundPort: cfg.inboundPort,
-        bindAddress: '0.0.0.0', terminationDeadlineMs: cfg.terminationDeadlineMs, inbound: hbone?.handle,
+        bindAddress: '0.0.0.0', terminationDeadlineMs: cfg.terminationDeadlineMs, hbone,
       });
-      this.dedicated = { close: async () => { await proxies.close(); pi.hbone?.close(); await hbone?.close(); } };
+      this.dedicated = { close: async () => { await proxies.close(); pi.hbone?.close(); hbone?.destroy(); } };
     }
   }
 
