@@ -169,7 +169,7 @@ describe('start-up failures: one line that says what to do', { concurrency: 4, t
     assertOneLine(await runBin('skua-controlplane', ['--istio', path.join(dir, 'nope')]), 2, /--istio .*nope: no such directory; create it or check the path/);
     assertOneLine(await runBin('skua-controlplane', ['--istio', dir, '--xds', '1']), 2, /Unknown option '--xds'/);
     assertOneLine(await runBin('skua-controlplane', ['serve']), 2, /unknown command "serve"/);
-    assertOneLine(await runBin('skua-controlplane', []), 2, /nothing to serve: give --istio DIR, --config-dir DIR or --mesh FILE/);
+    assertOneLine(await runBin('skua-controlplane', []), 2, /nothing to serve: give --istio DIR, --config-dir DIR, --mesh FILE or --ca-address HOST:PORT/);
     assertOneLine(await runBin('skua-controlplane', ['token', '--namespace', 'default']), 1, /--namespace and --service-account are required/);
   });
 });

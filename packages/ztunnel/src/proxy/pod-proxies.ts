@@ -61,6 +61,10 @@ export async function startProxies(pi: ProxyInputs, o: PodProxyOptions): Promise
           await new Promise((r) => setTimeout(r, 50));
         }
         pi.connections.closeProxy(pi.proxyUid, 'connection closed due to connection drain');
+        // Each closed connection still writes its access log line (after its sockets' close events).
+        for (const end = Date.now() + 1000; Date.now() < end && pi.connections.unsettled(pi.proxyUid) > 0;) {
+          await new Promise((r) => setTimeout(r, 10));
+        }
         for (const l of listeners) l.close();
       },
     };
