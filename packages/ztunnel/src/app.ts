@@ -91,17 +91,18 @@ export class ZtunnelApp {
       outboundPort: cfg.outboundPort, inboundPlaintextPort: cfg.inboundPlaintextPort, inboundPort: cfg.inboundPort,
       bindAddress: '0.0.0.0', terminationDeadlineMs: cfg.terminationDeadlineMs, hbone,
     });
-    this.prefetch(local()?.identity);
+    const stopPrefetch = this.prefetchWhenKnown(local);
     let dns: Awaited<ReturnType<typeof startPodDns>> | undefined;
     if (cfg.dnsProxy) {
       try {
         dns = await startPodDns({ netnsFd: pod.netnsFd, namespace, state: this.state, network: cfg.network, clusterDomain: cfg.clusterDomain, forwarder: this.forwarder(), port: cfg.dnsPort });
       } catch (e) {
+        stopPrefetch();
         await proxies.close();
         throw e;
       }
     }
-    return { close: async () => { await dns?.close(); await proxies.close(); pi.hbone?.close(); hbone?.destroy(); } };
+    return { close: async () => { stopPrefetch(); await dns?.close(); await proxies.close(); pi.hbone?.close(); hbone?.destroy(); } };
   }
 
   /** 15008 for one workload: TLS with its certificate, then each CONNECT to the inbound handler. */
@@ -113,6 +114,22 @@ export class ZtunnelApp {
   /** Fetches a workload's certificate ahead of its first connection (ztunnel prefetches for local workloads). */
   private prefetch(identity: string | undefined): void {
     if (identity && this.certs) this.certs.get(identity).catch((e: Error) => log.warn(`certificate for ${identity}: ${e.message}`));
+  }
+
+  /**
+   * Prefetches the pod's certificate now, or as soon as WDS names its workload (the pod may arrive
+   * over ZDS first); returns what stops waiting.
+   */
+  private prefetchWhenKnown(local: () => { readonly identity: string } | undefined): () => void {
+    const now = local()?.identity;
+    if (now || !this.certs) { this.prefetch(now); return () => {}; }
+    const stop = this.state.subscribe({
+      changed: () => {
+        const id = local()?.identity;
+        if (id) { stop(); this.prefetch(id); }
+      },
+    });
+    return stop;
   }
 
   private forwarderCache: Forwarder | undefined;

@@ -51,6 +51,16 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
     rules: [{ clauses: [{ matches: [{ principals: [{ exact: principal.slice('spiffe://'.length) }] }] }] }] });
   const allowNamespace = (ns: string): Json => ({ '@type': TYPE_URL.authorization, name: 'allow-one', namespace: 'default', scope: 'NAMESPACE', action: 'ALLOW',
     rules: [{ clauses: [{ matches: [{ namespaces: [{ exact: ns }] }] }] }] });
+  /** A new service `name` at `vip`:`port` → the server workload's 8080 (the service, then the workload naming it). */
+  const publishService = (name: string, vip: string, port: number): void => {
+    const host = `${name}.default.svc.cluster.local`;
+    const ports = [{ service_port: port, target_port: 8080 }];
+    publish([...cluster.wds, { '@type': TYPE_URL.address, service: { name, namespace: 'default', hostname: host, addresses: [{ address: ip4(vip) }], ports } }]);
+    publish(cluster.wds.map((r) => {
+      const w = r.workload as Json | undefined;
+      return w?.name === 'server' ? { ...r, workload: { ...w, services: { ...(w.services as Json), [`default/${host}`]: { ports } } } } : r;
+    }));
+  };
   /** Replaces the policy named `name` (or adds it). */
   const withPolicy = (name: string, policy: Json | undefined): Json[] => [...cluster.wds.filter((r) => r.name !== name), ...(policy ? [policy] : [])];
   const publish = (resources: Json[]): void => cluster.publish(resources);
@@ -190,7 +200,7 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
       conn.destroy();
       assert.ok(performance.now() - pushed < 1300, `closed after ${Math.round(performance.now() - pushed)} ms`);
       assert.equal(await send('10.96.0.10', 80, 10), '0 False');
-      await waitFor(() => logs[0].some((l) => /direction="outbound".*error="CONNECT .* answered 401"/.test(l))
+      await waitFor(() => logs[0].some((l) => /direction="outbound".*error="http status: 401 Unauthorized"/.test(l))
         && logs[1].some((l) => /direction="inbound".*error="connection closed due to policy rejection: allow policies exist, but none allowed"/.test(l)), 'the 401 in the logs');
       assert.ok(logs[1].some((l) => /direction="inbound".*error="connection closed due to policy change"/.test(l)));
     } finally {
@@ -227,7 +237,7 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
       assert.equal(await send('10.96.0.10', 80, 10), '0 False');
       await waitFor(() => logs[1].some((l) => /direction="inbound".*error="connection closed due to policy change"/.test(l))
         && logs[1].some((l) => /direction="inbound".*error="connection closed due to policy rejection: explicitly denied by: default\/deny-one"/.test(l))
-        && logs[0].some((l) => /direction="outbound".*error="CONNECT .* answered 401"/.test(l)), 'the close and the 401 in the logs');
+        && logs[0].some((l) => /direction="outbound".*error="http status: 401 Unauthorized"/.test(l)), 'the close and the 401 in the logs');
     } finally {
       publish(withPolicy('deny-one', undefined));
     }
@@ -271,10 +281,7 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
     assert.deepEqual(await cluster.stopControlPlane(), [0, 0], 'WDS and the CA both stopped');
     await exchange(65_536, 'while the control plane is down');
     assert.equal(await send('10.96.0.10', 80, 100_000), `peer=${client.ip} 100000 True`, 'a new tunnel from cached state and certificates');
-    publish([...cluster.wds, { '@type': TYPE_URL.address, service: { name: 'echo2', namespace: 'default', hostname: 'echo2.default.svc.cluster.local', addresses: [{ address: ip4('10.96.0.11') }], ports: [{ service_port: 81, target_port: 8080 }] } }]);
-    publish(cluster.wds.map((r) => ((r.workload as Json | undefined)?.name === 'server'
-      ? { ...r, workload: { ...(r.workload as Json), services: { ...((r.workload as Json).services as Json), 'default/echo2.default.svc.cluster.local': { ports: [{ service_port: 81, target_port: 8080 }] } } } }
-      : r)));
+    publishService('echo2', '10.96.0.11', 81);
     cluster.startControlPlane();
     let out = '';
     for (let k = 0; k < 100 && !out.endsWith('10 True'); k++) {
@@ -314,10 +321,7 @@ describe('skua-ztunnel end to end (two nodes, HBONE)', { skip, timeout: 180_000 
       assert.match(await send(proxied.ip, 8080, 10_000), / 10000 True$/, 'to another identity');
       const files = await issueFiles(SLEEP, 'py-ca-down');
       assert.equal(await pythonConnect(files, `${server.ip}:8080`, 10_000), `200 peer=${topo.coreIp} 10000 True`, 'a new client into the server ztunnel');
-      publish([...cluster.wds, { '@type': TYPE_URL.address, service: { name: 'echo3', namespace: 'default', hostname: 'echo3.default.svc.cluster.local', addresses: [{ address: ip4('10.96.0.12') }], ports: [{ service_port: 82, target_port: 8080 }] } }]);
-      publish(cluster.wds.map((r) => ((r.workload as Json | undefined)?.name === 'server'
-        ? { ...r, workload: { ...(r.workload as Json), services: { ...((r.workload as Json).services as Json), 'default/echo3.default.svc.cluster.local': { ports: [{ service_port: 82, target_port: 8080 }] } } } }
-        : r)));
+      publishService('echo3', '10.96.0.12', 82);
       let out = '';
       for (let k = 0; k < 50 && !out.endsWith('10 True'); k++) {
         out = await send('10.96.0.12', 82, 10).catch(() => '');

@@ -4,6 +4,7 @@
  * record, then to plain TCP (from the pod, marked so the rules let it out) or to an HBONE CONNECT;
  * bytes are relayed and the outcome recorded once.
  */
+import { STATUS_CODES } from 'node:http';
 import type net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ConnInfo } from '../core.ts';
@@ -22,6 +23,15 @@ export function hboneFlag(e: Error & { code?: string; status?: number }): Respon
   if (/HTTP2|H2|SESSION/.test(c)) return 'H2_HANDSHAKE_FAILURE';
   if (/IDENTITY|CA/.test(c)) return 'IDENTITY_ERROR';
   return 'CONNECT';
+}
+
+/**
+ * The access log's error for a failed HBONE connect: a refusal by status in ztunnel's words
+ * (`http status: 401 Unauthorized`, as istio/ztunnel logs it — seen side by side in the interop run),
+ * anything else as it came.
+ */
+export function hboneErrorText(e: Error & { status?: number }): string {
+  return e.status !== undefined && e.status > 0 ? `http status: ${e.status} ${STATUS_CODES[e.status] ?? ''}`.trimEnd() : e.message;
 }
 
 export function handleOutbound(pi: ProxyInputs, socket: net.Socket, info: ConnInfo): void {
@@ -66,6 +76,6 @@ export function handleOutbound(pi: ProxyInputs, socket: net.Socket, info: ConnIn
   run().catch((e: Error & { code?: string; status?: number }) => {
     socket.destroy();
     upstream?.destroy();
-    result.record(hbone ? e.message : `connection failed: ${e.message}`, hbone ? hboneFlag(e) : 'CONNECT');
+    result.record(hbone ? hboneErrorText(e) : `connection failed: ${e.message}`, hbone ? hboneFlag(e) : 'CONNECT');
   }).finally(untrack);
 }
