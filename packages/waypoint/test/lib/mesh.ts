@@ -97,6 +97,8 @@ export interface WaypointMeshOptions {
    * bound to the waypoint: `pyok` (WDS: pyhbone) and `pyimp` (WDS: another identity, an impostor).
    */
   readonly impostor?: boolean;
+  /** Start the HTTP apps in the server pods (default true; a benchmark brings its own server). */
+  readonly apps?: boolean;
 }
 
 /** The Pods and Services of the python HBONE server's two identities. */
@@ -146,7 +148,7 @@ export class WaypointMesh {
     writeFileSync(join(c.dir, 'app.cjs'), HTTP_APP);
     writeFileSync(join(c.dir, 'client.cjs'), HTTP_CLIENT);
     for (const [short, [, , name]] of Object.entries(PODS)) {
-      if (short === 'cl' || short === 'ot') continue;
+      if (short === 'cl' || short === 'ot' || this.o.apps === false) continue;
       const status = short === 'fb' ? String(this.o.badStatus ?? 503) : '200';
       c.topo.spawnIn(this.pod(short as PodShort).netns, process.execPath, [join(c.dir, 'app.cjs'), '8080', name, status]);
     }
