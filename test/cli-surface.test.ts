@@ -60,6 +60,8 @@ describe('--help on every binary and subcommand', { concurrency: 4, timeout: 120
     ['skua-controlplane', ['apply', '--help'], /--namespace/],
     ['skua-controlplane', ['delete', '-h'], /apply\|delete/],
     ['skua-controlplane', ['compose-kube', '--help'], /--manifests/],
+    ['skua-waypoint', ['--help'], /usage: skua-waypoint[\s\S]*15008[\s\S]*15021 \/healthz\/ready/],
+    ['skua-waypoint', ['proxy', 'waypoint', '-h'], /usage: skua-waypoint/],
   ];
   for (const [bin, args, says] of cases) {
     test(`${bin} ${args.join(' ')} → exit 0, the flags on stdout`, async () => {

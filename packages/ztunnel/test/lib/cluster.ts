@@ -1,6 +1,6 @@
 /**
  * A mesh in network namespaces for end-to-end tests and benchmarks: the topology (core + nodes),
- * the real skua-controlplane in the core (WDS from a watched file, and the CA when asked for),
+ * the real skua-controlplane in the core (WDS from a watched file or Istio YAML, and the CA when asked for),
  * a CNI stand-in per node, and a skua-ztunnel process per node in the node's namespace. Pods are
  * added to the CNI before ztunnel starts; `publish` rewrites the WDS file.
  */
@@ -53,6 +53,8 @@ export class ZtunnelCluster {
   readonly pods = new Map<string, ClusterPod>();
   private readonly withCa: boolean;
   wds: Json[] = [];
+  /** Serve this directory of Istio YAML (`--istio`) instead of the WDS file `publish` writes. */
+  istioDir: string | undefined;
 
   constructor(nodes: number, subnet: number, withCa: boolean) {
     this.topo = new Topology(nodes, subnet);
@@ -79,8 +81,9 @@ export class ZtunnelCluster {
 
   startControlPlane(): ChildProcess {
     const ca = this.withCa ? ['--ca-address', `${this.topo.coreIp}:15012`, '--state-dir', join(this.dir, 'state')] : [];
+    const source = this.istioDir ? ['--istio', this.istioDir] : ['--config-dir', join(this.dir, 'cp')];
     this.controlplane = this.topo.spawnIn(this.topo.core, process.execPath, [join(ROOT, 'packages/controlplane/bin/skua-controlplane.js'),
-      '--config-dir', join(this.dir, 'cp'), '--xds-address', `${this.topo.coreIp}:15010`, ...ca]);
+      ...source, '--xds-address', `${this.topo.coreIp}:15010`, ...ca]);
     return this.controlplane;
   }
 
