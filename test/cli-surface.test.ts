@@ -68,6 +68,8 @@ describe('--help on every binary and subcommand', { concurrency: 4, timeout: 120
     ['skua-ztunnel', ['proxy', '--help'], /usage: skua-ztunnel[\s\S]*LOCAL_XDS_PATH/],
     ['skua-ztunnel', ['proxy', '-h'], /usage: skua-ztunnel/],
     ['skua-ztunnel', ['cni-standin', '--help'], /usage: skua-ztunnel cni-standin[\s\S]*--socket[\s\S]*--pod[\s\S]*--apply-rules/],
+    ['skua-waypoint', ['--help'], /usage: skua-waypoint[\s\S]*15008[\s\S]*15021 \/healthz\/ready/],
+    ['skua-waypoint', ['proxy', 'waypoint', '-h'], /usage: skua-waypoint/],
   ];
   for (const [bin, args, says] of cases) {
     test(`${bin} ${args.join(' ')} → exit 0, the flags on stdout`, async () => {

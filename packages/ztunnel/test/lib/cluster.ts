@@ -1,9 +1,9 @@
 /**
  * A mesh in network namespaces for end-to-end tests and benchmarks: the topology (core + nodes),
- * the real skua-controlplane in the core (WDS from a watched file, and the CA when asked for: in
- * the same process, or apart — a second skua-controlplane with only --ca-address — so the CA can be
- * taken down alone), a CNI stand-in per node, and a skua-ztunnel process per node in the node's
- * namespace. Pods are added to the CNI before ztunnel starts; `publish` rewrites the WDS file.
+ * the real skua-controlplane in the core (WDS from a watched file or Istio YAML, and the CA when
+ * asked for: in the same process, or apart — a second skua-controlplane with only --ca-address — so
+ * the CA can be taken down alone), a CNI stand-in per node, and a skua-ztunnel process per node in
+ * the node's namespace. Pods are added to the CNI before ztunnel starts; `publish` rewrites the WDS file.
  */
 import type { ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';
@@ -59,6 +59,8 @@ export class ZtunnelCluster {
   readonly pods = new Map<string, ClusterPod>();
   private readonly caMode: CaMode;
   wds: Json[] = [];
+  /** Serve this directory of Istio YAML (`--istio`) instead of the WDS file `publish` writes. */
+  istioDir: string | undefined;
 
   constructor(nodes: number, subnet: number, caMode: CaMode) {
     this.topo = new Topology(nodes, subnet);
@@ -89,8 +91,9 @@ export class ZtunnelCluster {
   /** The WDS server (with the CA in 'with-xds' mode; in 'apart' mode also the CA when it is not running). */
   startControlPlane(): ChildProcess {
     const ca = this.caMode === 'with-xds' ? this.caArgs() : [];
+    const source = this.istioDir ? ['--istio', this.istioDir] : ['--config-dir', join(this.dir, 'cp')];
     this.controlplane = this.topo.spawnIn(this.topo.core, process.execPath, [this.controlPlaneBin,
-      '--config-dir', join(this.dir, 'cp'), '--xds-address', `${this.topo.coreIp}:15010`, ...ca]);
+      ...source, '--xds-address', `${this.topo.coreIp}:15010`, ...ca]);
     if (this.caMode === 'apart' && !running(this.caProcess)) this.startCa();
     return this.controlplane;
   }
