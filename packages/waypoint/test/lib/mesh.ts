@@ -120,7 +120,7 @@ export class WaypointMesh {
 
   constructor(o: WaypointMeshOptions) {
     this.o = o;
-    this.cluster = new ZtunnelCluster(2, o.subnet, true);
+    this.cluster = new ZtunnelCluster(2, o.subnet, 'with-xds');
   }
 
   pod(short: PodShort | 'wp'): ClusterPod {

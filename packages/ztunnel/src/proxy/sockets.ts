@@ -11,6 +11,7 @@ import { createSocket, listenInNetns, socketInNetns } from '../core.ts';
 import type { SocketAddress } from '../outbound/request.ts';
 
 export interface SocketFactory {
+  /** A listening server whose accepted sockets start paused (the core's listener takes them on). */
   listen(address: string, port: number): Promise<net.Server>;
   /** Connects, optionally from `localAddress` (source spoofing, needs a transparent socket). */
   connect(dst: SocketAddress, localAddress?: string): net.Socket;
@@ -43,7 +44,7 @@ export class InPodSockets implements SocketFactory {
   }
 
   listen(address: string, port: number): Promise<net.Server> {
-    return listenInNetns(this.netnsFd, address, port, { mark: this.mark, transparent: this.transparent }).then(noDelayOnAccept);
+    return listenInNetns(this.netnsFd, address, port, { mark: this.mark, transparent: this.transparent, pauseOnConnect: true }).then(noDelayOnAccept);
   }
 
   connect(dst: SocketAddress, localAddress?: string): net.Socket {
@@ -62,7 +63,7 @@ export class HostSockets implements SocketFactory {
   }
 
   async listen(address: string, port: number): Promise<net.Server> {
-    const server = net.createServer({ allowHalfOpen: true, noDelay: true });
+    const server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen({ host: address, port }, () => { server.off('error', reject); resolve(); });
