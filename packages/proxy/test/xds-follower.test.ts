@@ -1,5 +1,5 @@
-// What --concurrency workers are sent after a CDS update: each rebuilt cluster's bytes as one string
-// (never the view into the whole response), decoded and compiled on the worker.
+// What --concurrency workers are sent after a CDS update: each rebuilt cluster's JSON as one string
+// (never the bytes: a view into the whole response), parsed and compiled on the worker.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DynamicConfig } from '../src/xds/dynamic-config.ts';
@@ -18,7 +18,7 @@ function config(): { dc: DynamicConfig; clusters: ClusterManager } {
   return { dc: new DynamicConfig(clusters, new ListenerManager(clusters, store, false), new Set(), new Set()), clusters };
 }
 
-test('a CDS update crosses to a worker as bytes and is built there alike', async () => {
+test('a CDS update crosses to a worker as JSON text and is built there alike', async () => {
   const main = config();
   main.dc.recordClusterChanges = true;
   const cluster = (name: string): Record<string, unknown> => ({ '@type': TYPE_URL.cluster, name, type: 'EDS', eds_cluster_config: { eds_config: { ads: {} }, service_name: `svc-${name}` } });
@@ -37,7 +37,7 @@ test('a CDS update crosses to a worker as bytes and is built there alike', async
   assert.equal(parts.length, 1);
   const sent = structuredClone(parts[0]);
   assert.ok(JSON.stringify(sent).length < 2_000, 'the message holds the clusters, not the whole response');
-  assert.ok(sent.resources.every((r) => typeof (r as { bytes?: unknown }).bytes === 'string' && !('any' in r)));
+  assert.ok(sent.resources.every((r) => typeof (r as { text?: unknown }).text === 'string' && !('any' in r)));
   const worker = config();
   worker.dc.retainConfig = false;
   assert.deepEqual(await worker.dc.apply(receivedUpdate(sent)), []);

@@ -4,22 +4,23 @@
  * structured clone on the main thread, which also serves traffic) takes long.
  * - CDS: the clusters rebuilt and the names removed, never a whole SotW state again. Workers build
  *   their own Cluster objects: pools, sockets and TLS contexts (bound to the thread's secrets)
- *   cannot be cloned, so each thread decodes and compiles the cluster. What crosses is its protobuf
- *   bytes as one string: cloning 20,000 clusters' proto-JSON (~40 objects each) took the main
- *   thread ~360 ms of CPU; decoding them again is the worker's work.
+ *   cannot be cloned, so each thread compiles the cluster. What crosses is its proto-JSON as one
+ *   JSON string: structured-cloning 20,000 clusters' objects (~40 each) took the main thread
+ *   ~360 ms of CPU (JSON.stringify is about half of v8.serialize's cost); the worker parses it.
+ *   Not the protobuf bytes: decoding them would make each worker load the whole proto root
+ *   (~14 MB of heap per worker).
  * - EDS: the compiled endpoints of each assignment the main thread kept (plain data; a worker does
  *   not parse or validate it again), none for names no cluster uses.
  */
 import type { DynamicConfig, CompiledAssignment } from './dynamic-config.ts';
-import { TYPE_URL, type AnyBytes } from './discovery.ts';
-import { decodeAccepted } from './decode.ts';
+import { TYPE_URL } from './discovery.ts';
 import type { XdsResource, XdsUpdate } from './types.ts';
 
 type Json = Record<string, unknown>;
 
-/** A resource on its way to a worker: with `bytes` (latin1), its JSON is left out. */
+/** A resource on its way to a worker: with `text` (its JSON, stringified), `json` is left empty. */
 interface ForwardedResource extends XdsResource {
-  readonly bytes?: string;
+  readonly text?: string;
 }
 
 /** Resources per message: a few milliseconds of cloning on each side. */
@@ -31,9 +32,7 @@ export function followerUpdates(u: XdsUpdate, dynamic: DynamicConfig): XdsUpdate
   if (u.typeUrl === TYPE_URL.cluster) {
     const change = dynamic.takeClusterChange();
     // Never `any` itself: its bytes are a view into the whole response, which postMessage would copy whole.
-    const resources = change.rebuilt.map((r): ForwardedResource => (r.any
-      ? { name: r.name, version: r.version, json: NO_JSON, bytes: Buffer.from(r.any.value.buffer, r.any.value.byteOffset, r.any.value.byteLength).toString('latin1') }
-      : { name: r.name, version: r.version, json: r.json }));
+    const resources = change.rebuilt.map((r): ForwardedResource => ({ name: r.name, version: r.version, json: NO_JSON, text: JSON.stringify(r.json) }));
     return chunked(u, resources, change.removed);
   }
   const compiled: CompiledAssignment[] = [];
@@ -45,29 +44,28 @@ export function followerUpdates(u: XdsUpdate, dynamic: DynamicConfig): XdsUpdate
   return chunked(u, compiled, u.removed);
 }
 
-/** A cluster that crossed as bytes: decoded on the worker, once, when the config layer reads it. */
+/** A cluster that crossed as JSON text: parsed on the worker, once, when the config layer reads it. */
 class Forwarded implements XdsResource {
   readonly name: string;
   readonly version: string;
-  readonly any: AnyBytes;
-  private decoded: Json | undefined;
+  private readonly text: string;
+  private parsed: Json | undefined;
 
-  constructor(typeUrl: string, name: string, version: string, bytes: string) {
+  constructor(name: string, version: string, text: string) {
     this.name = name;
     this.version = version;
-    this.any = { type_url: typeUrl, value: Buffer.from(bytes, 'latin1') };
+    this.text = text;
   }
 
   get json(): Json {
-    // The main thread accepted it: unknown fields were counted there.
-    return (this.decoded ??= decodeAccepted(this.any));
+    return (this.parsed ??= JSON.parse(this.text) as Json);
   }
 }
 
-/** On the worker: the update as the main thread sent it, with resources that crossed as bytes ready to decode. */
+/** On the worker: the update as the main thread sent it, resources that crossed as text ready to parse. */
 export function receivedUpdate(u: XdsUpdate): XdsUpdate {
-  if (!u.resources.some((r) => (r as ForwardedResource).bytes !== undefined)) return u;
-  const resources = u.resources.map((r: ForwardedResource) => (r.bytes === undefined ? r : new Forwarded(u.typeUrl, r.name, r.version, r.bytes)));
+  if (!u.resources.some((r) => (r as ForwardedResource).text !== undefined)) return u;
+  const resources = u.resources.map((r: ForwardedResource) => (r.text === undefined ? r : new Forwarded(r.name, r.version, r.text)));
   return { ...u, resources };
 }
 
