@@ -3,12 +3,14 @@
 // (podman-compose 1.0.3 has no `profiles`), no default service needs a profiled one; and the shim,
 // run over a stand-in podman, creates a labelled container only when COMPOSE_PROFILES names its
 // profile, and still turns `service:X` into podman-compose's container name. compose.yaml is read
-// with PyYAML (python3-yaml), as podman-compose reads it.
+// with PyYAML (python3-yaml), as podman-compose reads it, and by compose-go, the loader docker compose uses
+// (pinned in scripts/go-tools.sh), so the file stays valid for both.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { repoRoot } from './lib/proxy.ts';
+import { goTool } from './lib/go-tools.ts';
 
 interface Service { profiles?: string[]; labels?: string[]; depends_on?: string[] | Record<string, unknown>; network_mode?: string }
 
@@ -50,4 +52,19 @@ test('the podman shim: a profiled container only when COMPOSE_PROFILES names the
     '--net', 'p_default', '--network-alias', 'a-cni', 'skua/ztunnel:dev', 'cni-plugin');
   assert.equal(cni.out, 'create --name=p_a-cni_1 --label io.podman.compose.project=p --label io.skua.compose.profile=ambient --network container:p_a_1 skua/ztunnel:dev cni-plugin');
   assert.equal(call(undefined, 'rm', 'p_ztunnel_1').out, 'rm p_ztunnel_1', 'other commands pass through');
+});
+
+test('compose-go (the loader `docker compose` uses) accepts compose.yaml: every service, the long-form depends_on conditions, the profiles', async (t) => {
+  const tool = await goTool('compose-go');
+  if ('skip' in tool) { t.skip(tool.skip); return; }
+  // It interpolates, normalises and checks the model's consistency (unknown services, networks, volumes).
+  const r = spawnSync(tool.path, ['-format', 'json', path.join(repoRoot, 'compose.yaml')], { encoding: 'utf8', cwd: repoRoot });
+  assert.equal(r.status, 0, r.stderr);
+  const model = JSON.parse(r.stdout) as { services: Record<string, Service & { depends_on?: Record<string, { condition: string }> }> };
+  assert.deepEqual(Object.keys(model.services).sort(), Object.keys(compose.services).sort());
+  for (const pod of ['productpage-v1', 'details-v1', 'reviews-v1', 'reviews-v2', 'ratings-v1']) {
+    assert.equal(model.services[`${pod}-proxy`].depends_on?.[`${pod}-init`]?.condition, 'service_completed_successfully', `${pod}-proxy waits for its istio-init`);
+  }
+  assert.deepEqual(Object.entries(model.services).filter(([, s]) => s.profiles).map(([n]) => n).sort(),
+    services.filter(([, s]) => s.profiles).map(([n]) => n).sort());
 });
