@@ -67,7 +67,8 @@ describe('--help on every binary and subcommand', { concurrency: 4, timeout: 120
     // `proxy --help` prints help and exits: it must not start the proxy (runBin would time out).
     ['skua-ztunnel', ['proxy', '--help'], /usage: skua-ztunnel[\s\S]*LOCAL_XDS_PATH/],
     ['skua-ztunnel', ['proxy', '-h'], /usage: skua-ztunnel/],
-    ['skua-ztunnel', ['cni-standin', '--help'], /usage: skua-ztunnel cni-standin[\s\S]*--socket[\s\S]*--pod[\s\S]*--apply-rules/],
+    ['skua-ztunnel', ['cni-standin', '--help'], /usage: skua-ztunnel cni-standin[\s\S]*--socket[\s\S]*--pod[\s\S]*--plugin-socket[\s\S]*--apply-rules/],
+    ['skua-ztunnel', ['cni-plugin', '--help'], /usage: skua-ztunnel cni-plugin[\s\S]*--pod[\s\S]*--plugin-socket[\s\S]*--timeout/],
     ['skua-waypoint', ['--help'], /usage: skua-waypoint[\s\S]*15008[\s\S]*15021 \/healthz\/ready/],
     ['skua-waypoint', ['proxy', 'waypoint', '-h'], /usage: skua-waypoint/],
   ];
@@ -121,6 +122,10 @@ test('skua-ztunnel: an unknown command is one line and exit 2; `version` prints 
   assert.match(v.stdout, /^skua-ztunnel \d+\.\d+\.\d+\n$/);
   const pod = await runBin('skua-ztunnel', ['cni-standin', '--pod', 'nonsense']);
   assertOneLine(pod, 2, /^skua-ztunnel cni-standin: --pod "nonsense": expected namespace\/name\/service-account=NETNS$/);
+  const none = await runBin('skua-ztunnel', ['cni-standin']);
+  assertOneLine(none, 2, /^skua-ztunnel cni-standin: give at least one --pod, or --plugin-socket$/);
+  const plugin = await runBin('skua-ztunnel', ['cni-plugin']);
+  assertOneLine(plugin, 2, /^skua-ztunnel cni-plugin: give --pod namespace\/name\/service-account$/);
 });
 
 describe('start-up failures: one line that says what to do', { concurrency: 4, timeout: 120_000 }, () => {

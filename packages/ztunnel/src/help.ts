@@ -7,14 +7,16 @@ export const VERSION = 'skua-ztunnel 0.1.0';
 
 export const HELP = `${VERSION} — the per-node L4 proxy of Istio's ambient mode (a drop-in for ztunnel)
 
-usage: skua-ztunnel [proxy | version | help | cni-standin] [-h | --help]
+usage: skua-ztunnel [proxy | version | help | cni-standin | cni-plugin] [-h | --help]
 
 Commands:
   proxy (default)  start the proxy; configured by the environment variables below
   version          print the version
   help, -h, --help print this help
-  cni-standin      serve ZDS to a ztunnel for pods given on the command line (tests, demo);
-                   see \`skua-ztunnel cni-standin --help\`
+  cni-standin      serve ZDS to a ztunnel for pods given on the command line or announced by
+                   cni-plugin (tests, demo, compose); see \`skua-ztunnel cni-standin --help\`
+  cni-plugin       announce this process's pod (its network namespace) to a cni-standin;
+                   see \`skua-ztunnel cni-plugin --help\`
 
 Environment variables (ztunnel's names; a bad value stops start-up naming the variable):
  Control plane and identity
@@ -63,15 +65,35 @@ Ports: 15001 outbound, 15006 plaintext inbound, 15008 HBONE, 15053 DNS (in each 
 15000 admin (127.0.0.1), 15020 metrics, 15021 readiness.
 `;
 
-export const CNI_STANDIN_HELP = `usage: skua-ztunnel cni-standin [--socket PATH] [--apply-rules] --pod NS/NAME/SA=NETNS ...
+export const CNI_STANDIN_HELP = `usage: skua-ztunnel cni-standin [--socket PATH] [--apply-rules] [--pod NS/NAME/SA=NETNS ...] [--plugin-socket PATH]
 
-A small stand-in for istio-cni's node agent (tests and the demo): serves ZDS on a unix SEQPACKET
-socket; when a ztunnel connects it sends each pod (AddWorkload with the pod's netns fd), then
-SnapshotSent, and logs every Ack. Runs until SIGTERM/SIGINT (then removes the socket).
+A small stand-in for istio-cni's node agent (tests, the demo, compose.yaml's ambient profile): serves
+ZDS on a unix SEQPACKET socket; when a ztunnel connects it sends each pod (AddWorkload with the pod's
+netns fd), then SnapshotSent, and logs every Ack; pods added later are sent as they come. Runs until
+SIGTERM/SIGINT (then removes the socket). Needs root (CAP_SYS_ADMIN to enter the pods' namespaces,
+CAP_NET_ADMIN for the rules) and iptables-restore, ip and nsenter.
 
-  --socket PATH     the ZDS socket ztunnel's INPOD_UDS names (default /var/run/ztunnel/ztunnel.sock)
-  --pod SPEC        a pod: namespace/name/service-account=NETNS, NETNS a name under /var/run/netns
-                    or a path (/proc/<pid>/ns/net); the pod's uid is namespace/name (repeatable)
-  --apply-rules     first apply ambient's in-pod iptables rules and routes inside each pod's namespace
-  -h, --help        print this help
+  --socket PATH         the ZDS socket ztunnel's INPOD_UDS names (default /var/run/ztunnel/ztunnel.sock)
+  --pod SPEC            a pod: namespace/name/service-account=NETNS, NETNS a name under /var/run/netns
+                        or a path (/proc/<pid>/ns/net); the pod's uid is namespace/name (repeatable)
+  --plugin-socket PATH  also take pods while running: \`skua-ztunnel cni-plugin\` inside a pod's network
+                        namespace sends it here (istio-cni's plugin telling its node agent); the pod's
+                        uid is namespace/name, the same pod in a new namespace replaces the old one
+  --apply-rules         apply ambient's in-pod iptables rules and routes inside each pod's namespace
+                        first (where they are not there yet)
+  -h, --help            print this help
+`;
+
+export const CNI_PLUGIN_HELP = `usage: skua-ztunnel cni-plugin --pod NS/NAME/SA [--plugin-socket PATH] [--netns PATH] [--timeout 60s]
+
+Run inside a pod's network namespace (e.g. an init container sharing it, as compose.yaml's ambient
+pods do): sends the namespace (/proc/self/ns/net, by SCM_RIGHTS) with the pod's namespace, name and
+service account to a \`skua-ztunnel cni-standin --plugin-socket\`, which applies the in-pod rules and
+tells ztunnel; exits 0 once the stand-in has set the pod up, 1 with its reason otherwise.
+
+  --pod NS/NAME/SA      the pod's namespace, name and service account (its uid is NS/NAME)
+  --plugin-socket PATH  the stand-in's plugin socket (default /var/run/istio-cni/plugin.sock)
+  --netns PATH          another namespace than this process's (default /proc/self/ns/net)
+  --timeout D           how long to wait for the stand-in to listen and answer (default 60s)
+  -h, --help            print this help
 `;

@@ -1,5 +1,5 @@
 /**
- * skua-ztunnel [proxy | version | help | cni-standin]: the per-node L4 proxy of Istio's ambient mode,
+ * skua-ztunnel [proxy | version | help | cni-standin | cni-plugin]: the per-node L4 proxy of Istio's ambient mode,
  * configured by ztunnel's environment variables (see config.ts, help.ts). SIGTERM/SIGINT drain
  * gracefully: listeners stop, open connections get CONNECTION_TERMINATION_DEADLINE, then exit 0.
  */
@@ -32,12 +32,12 @@ async function proxy(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-async function cniStandIn(args: readonly string[]): Promise<void> {
-  const { CniUsageError, runCniStandIn } = await import('./cni/cli.ts');
+async function cniCommand(cmd: 'cni-standin' | 'cni-plugin', args: readonly string[]): Promise<void> {
+  const { CniUsageError, runCniPlugin, runCniStandIn } = await import('./cni/cli.ts');
   try {
-    process.exit(await runCniStandIn(args));
+    process.exit(await (cmd === 'cni-plugin' ? runCniPlugin(args) : runCniStandIn(args)));
   } catch (e) {
-    process.stderr.write(`skua-ztunnel cni-standin: ${(e as Error).message}\n`);
+    process.stderr.write(`skua-ztunnel ${cmd}: ${(e as Error).message}\n`);
     process.exit(e instanceof CniUsageError ? 2 : 1);
   }
 }
@@ -46,7 +46,7 @@ async function main(argv: readonly string[]): Promise<void> {
   const [cmd, ...rest] = argv;
   if (cmd === 'version') { process.stdout.write(`${VERSION}\n`); return; }
   if (isHelp(cmd) || ((cmd === undefined || cmd === 'proxy') && rest.some(isHelp))) { process.stdout.write(HELP); return; }
-  if (cmd === 'cni-standin') return cniStandIn(rest);
+  if (cmd === 'cni-standin' || cmd === 'cni-plugin') return cniCommand(cmd, rest);
   if (cmd !== undefined && cmd !== 'proxy') { process.stderr.write(`skua-ztunnel: unknown command ${JSON.stringify(cmd)}\n${HELP}`); process.exit(2); }
   // Further arguments are ignored, as ztunnel does (its DaemonSet runs `ztunnel proxy ztunnel`).
   return proxy();

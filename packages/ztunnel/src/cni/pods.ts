@@ -85,6 +85,11 @@ export function applyInpodRules(netns: string, rules?: InpodRuleOptions): void {
   for (const r of INPOD_ROUTES) ipCmd(netns, r);
 }
 
+/** Whether ambient's in-pod rules are in `netns` already (its nat table has ISTIO_PRERT). */
+export function inpodRulesPresent(netns: string): boolean {
+  return /^:ISTIO_PRERT /m.test(inNs(netns, 'iptables-save', ['-t', 'nat']));
+}
+
 export function deletePod(name: string): void {
   try { run('ip', ['netns', 'del', name]); } catch { /* gone */ }
 }
