@@ -26,6 +26,8 @@ export interface Options {
   skuaMain: string;
   /** EDS clusters pushed by the xds-scale scenario. */
   xdsClusters: number;
+  /** xds-scale: a git ref whose build runs side by side with the working tree's (before / after). */
+  skuaBefore: string | undefined;
   /** Exit 1 when an acceptance check fails. */
   strict: boolean;
 }
@@ -78,4 +80,6 @@ export interface CheckOutcome {
   ratio?: number;
   min: number;
   detail: string;
+  /** What passing takes, when it is not `ratio >= min` (e.g. `need <= 50`). */
+  need?: string;
 }

@@ -15,14 +15,15 @@
  * busy machine disturbs them alike.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { nginxBackendConf } from '../lib/peer-configs.ts';
 import { killAllSync, stopAll, stopProcess } from '../lib/procs.ts';
 import { freePort } from '../lib/net.ts';
-import { DEFAULT_SKUA_MAIN, launchTarget, prepareTarget, REPO_ROOT, startNginx, stopTarget } from '../lib/targets.ts';
+import { launchTarget, prepareTarget, startNginx, stopTarget } from '../lib/targets.ts';
+import { skuaEntryForRef } from '../lib/refs.ts';
 import { runWrk } from '../lib/wrk.ts';
 
 const TICKS_PER_S = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
@@ -35,20 +36,6 @@ function cpuTicks(pid: number): { user: number; sys: number } {
   // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return { user: Number(f[11]), sys: Number(f[12]) };
-}
-
-/** The skua entry script for a ref: the working tree itself, or an extracted copy. */
-function entryFor(ref: string, tmp: string): string {
-  if (ref === 'WORKTREE') return path.join(REPO_ROOT, DEFAULT_SKUA_MAIN);
-  const dir = path.join(tmp, ref.replace(/[^\w.-]/g, '_'));
-  mkdirSync(dir, { recursive: true });
-  const tar = execFileSync('git', ['-C', REPO_ROOT, 'archive', ref, 'package.json', 'packages/proxy/package.json', 'packages/proxy/src'],
-    { maxBuffer: 256 << 20 });
-  execFileSync('tar', ['-x', '-C', dir], { input: tar });
-  symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(dir, 'node_modules'));
-  symlinkSync(path.join(REPO_ROOT, 'packages/proxy/node_modules'), path.join(dir, 'packages/proxy/node_modules'));
-  symlinkSync(path.join(REPO_ROOT, 'packages/proxy/native'), path.join(dir, 'packages/proxy/native'));
-  return path.join(dir, DEFAULT_SKUA_MAIN);
 }
 
 async function measure(ref: string, main: string, backendPort: number, dir: string, o: { seconds: number; warmup: number; connections: number }): Promise<Sample> {
@@ -97,7 +84,7 @@ async function main(): Promise<void> {
   const o = { seconds: Number(values.seconds), warmup: Number(values.warmup), connections: Number(values.connections) };
   const rounds = Number(values.rounds);
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'skua-cpu-'));
-  const mains = new Map(refs.map((r) => [r, entryFor(r, tmp)]));
+  const mains = new Map(refs.map((r) => [r, skuaEntryForRef(r, tmp)]));
   const backendPort = await freePort();
   const backend = await startNginx('backend', tmp, nginxBackendConf(tmp, backendPort), backendPort);
   const samples: Sample[] = [];

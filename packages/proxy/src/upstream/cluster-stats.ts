@@ -29,7 +29,8 @@ export class ClusterStats {
   readonly bytesReceived: Counter;
   /** ssl.* and client_ssl_socket_factory.*, for clusters with a TLS transport socket. */
   readonly ssl: SslStats | undefined;
-  private readonly scope: Scope;
+  /** `cluster.<name>.`: the cluster's circuit breakers and outlier detection make their stats here too. */
+  readonly scope: Scope;
   private readonly matchCounts = new Map<string, Counter>();
 
   constructor(store: StatsStore, name: string, tls = false) {
@@ -62,7 +63,7 @@ export class ClusterStats {
     this.bytesReceived = p.counter('upstream_cx_rx_bytes_total');
   }
 
-  /** Drops these stats from the store (the cluster was removed). */
+  /** Drops every stat made through the scope from the store (the cluster was removed). */
   release(): void {
     this.scope.release();
   }
