@@ -90,7 +90,7 @@ export function checkAcceptance(results: ScenarioResult[]): CheckOutcome[] {
 }
 
 export function checkLine(c: CheckOutcome): string {
-  return `${c.status.padEnd(4)}  ${c.name}  (${c.detail}, need >= ${c.min})`;
+  return `${c.status.padEnd(4)}  ${c.name}  (${c.detail}, need ${c.goal ?? `>= ${c.min}`})`;
 }
 
 export function fileStamp(d: Date): string {

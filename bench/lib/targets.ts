@@ -14,7 +14,8 @@ import type { TargetName } from './types.ts';
 export type ProxyKind = 'http' | 'tcp';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-export const DEFAULT_SKUA_MAIN = 'packages/proxy/src/main.ts';
+/** What ships (the image's entrypoint): it enables Node's compile cache, which src/main.ts alone does not. */
+export const DEFAULT_SKUA_MAIN = 'packages/proxy/bin/skua-proxy.js';
 export const SKUA_READY_TIMEOUT_MS = 10_000;
 
 /** A target with its ports chosen and its configuration written, not yet started. */

@@ -69,16 +69,16 @@ function adsBootstrap(adminPort: number, cpPort: number, delta: boolean): unknow
   };
 }
 
-async function startProxy(dir: string, name: string, bootstrap: unknown, adminPort: number): Promise<{ proc: Proc; readyMs: number; cpu: number }> {
+async function startProxy(skuaMain: string, dir: string, name: string, bootstrap: unknown, adminPort: number): Promise<{ proc: Proc; readyMs: number; cpu: number }> {
   const file = path.join(dir, `${name}.json`);
   writeFileSync(file, JSON.stringify(bootstrap));
   const t0 = performance.now();
-  const proc = startProcess(name, process.execPath, [path.join(REPO_ROOT, 'packages/proxy/src/main.ts'), '-c', file, '-l', 'warn'], { cwd: REPO_ROOT });
+  const proc = startProcess(name, process.execPath, [path.resolve(REPO_ROOT, skuaMain), '-c', file, '-l', 'warn'], { cwd: REPO_ROOT });
   await waitForReady(adminPort, proc, 300_000);
   return { proc, readyMs: performance.now() - t0, cpu: cpuMs(proc.pid) };
 }
 
-export async function runXds(_opts: Options, tmpDir: string): Promise<ScenarioResult> {
+export async function runXds(opts: Options, tmpDir: string): Promise<ScenarioResult> {
   const startedAt = new Date().toISOString();
   const t0 = performance.now();
   const dir = path.join(tmpDir, 'xds');
@@ -89,7 +89,7 @@ export async function runXds(_opts: Options, tmpDir: string): Promise<ScenarioRe
   try {
     // Baseline: a proxy with a static bootstrap (process start-up, admin).
     const baseAdmin = await freePort();
-    const base = await startProxy(dir, 'static', { admin: { address: { socket_address: { address: HOST, port_value: baseAdmin } } } }, baseAdmin);
+    const base = await startProxy(opts.skuaMain, dir, 'static', { admin: { address: { socket_address: { address: HOST, port_value: baseAdmin } } } }, baseAdmin);
     const baseRss = rssMb(base.proc.pid);
     await stopProcess(base.proc);
     progress('xds', `static proxy: ready in ${base.readyMs.toFixed(0)} ms, ${baseRss.toFixed(1)} MB`);
@@ -110,7 +110,7 @@ export async function runXds(_opts: Options, tmpDir: string): Promise<ScenarioRe
       const label = `skua-proxy, ${SERVICES.toLocaleString('en-US')} services, ${delta ? 'Delta' : 'SotW'} ADS`;
       const adminPort = await freePort();
       writeAtomically(path.join(cpDir, 'zz-change.json'), { resources: [] });
-      const p = await startProxy(dir, delta ? 'delta' : 'sotw', adsBootstrap(adminPort, cpPort, delta), adminPort);
+      const p = await startProxy(opts.skuaMain, dir, delta ? 'delta' : 'sotw', adsBootstrap(adminPort, cpPort, delta), adminPort);
       const host = svcHost(SERVICES >> 1);
       if (await whoAnswers(port, host) !== 'a') throw new Error(`${label}: service ${host} does not reach backend a`);
       const rss = rssMb(p.proc.pid);

@@ -5,8 +5,8 @@
  *   node bench/tools/cpu-per-request.ts [--ref REF]... [--rounds N] [--seconds S]
  *
  * Each --ref is a git ref (its packages/proxy is extracted with `git archive` into a temp
- * dir that borrows this checkout's node_modules and native addons) or `WORKTREE` (the files
- * as they are now; the default). The refs are measured in turns, A B A B ..., so that they
+ * dir that borrows this checkout's node_modules and native addons, lib/builds.ts) or `WORKTREE`
+ * (the files as they are now; the default). All start over one warmed compile cache. The refs are measured in turns, A B A B ..., so that they
  * see the same machine. Per run: one nginx backend (return 200 "hello", one worker), skua
  * with the bench's L7 bootstrap (--concurrency 1), a wrk warm-up, then `wrk -t1 -cC -dS`
  * while utime+stime of the skua process are read from /proc/PID/stat before and after.
@@ -15,14 +15,15 @@
  * busy machine disturbs them alike.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { nginxBackendConf } from '../lib/peer-configs.ts';
 import { killAllSync, stopAll, stopProcess } from '../lib/procs.ts';
 import { freePort } from '../lib/net.ts';
-import { DEFAULT_SKUA_MAIN, launchTarget, prepareTarget, REPO_ROOT, startNginx, stopTarget } from '../lib/targets.ts';
+import { launchTarget, prepareTarget, startNginx, stopTarget } from '../lib/targets.ts';
+import { extractRef, warmCompileCaches } from '../lib/builds.ts';
 import { runWrk } from '../lib/wrk.ts';
 
 const TICKS_PER_S = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
@@ -37,19 +38,6 @@ function cpuTicks(pid: number): { user: number; sys: number } {
   return { user: Number(f[11]), sys: Number(f[12]) };
 }
 
-/** The skua entry script for a ref: the working tree itself, or an extracted copy. */
-function entryFor(ref: string, tmp: string): string {
-  if (ref === 'WORKTREE') return path.join(REPO_ROOT, DEFAULT_SKUA_MAIN);
-  const dir = path.join(tmp, ref.replace(/[^\w.-]/g, '_'));
-  mkdirSync(dir, { recursive: true });
-  const tar = execFileSync('git', ['-C', REPO_ROOT, 'archive', ref, 'package.json', 'packages/proxy/package.json', 'packages/proxy/src'],
-    { maxBuffer: 256 << 20 });
-  execFileSync('tar', ['-x', '-C', dir], { input: tar });
-  symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(dir, 'node_modules'));
-  symlinkSync(path.join(REPO_ROOT, 'packages/proxy/node_modules'), path.join(dir, 'packages/proxy/node_modules'));
-  symlinkSync(path.join(REPO_ROOT, 'packages/proxy/native'), path.join(dir, 'packages/proxy/native'));
-  return path.join(dir, DEFAULT_SKUA_MAIN);
-}
 
 async function measure(ref: string, main: string, backendPort: number, dir: string, o: { seconds: number; warmup: number; connections: number }): Promise<Sample> {
   // Each ref writes its bootstrap in a directory of its own (parallel runs).
@@ -97,7 +85,8 @@ async function main(): Promise<void> {
   const o = { seconds: Number(values.seconds), warmup: Number(values.warmup), connections: Number(values.connections) };
   const rounds = Number(values.rounds);
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'skua-cpu-'));
-  const mains = new Map(refs.map((r) => [r, entryFor(r, tmp)]));
+  const mains = new Map(refs.map((r) => [r, extractRef(r, tmp)]));
+  warmCompileCaches(refs.map((r) => ({ name: r, main: mains.get(r) ?? '' })), path.join(tmp, 'compile-cache'), (m) => console.log(m));
   const backendPort = await freePort();
   const backend = await startNginx('backend', tmp, nginxBackendConf(tmp, backendPort), backendPort);
   const samples: Sample[] = [];
