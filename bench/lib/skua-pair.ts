@@ -38,6 +38,10 @@ export interface SkuaPairOptions {
   readonly protocol: 'http' | 'http2';
   readonly backendPort: number;
   readonly skuaMain: string;
+  /** Extra Node options for both proxies (--cpu-prof, --heapsnapshot-signal=SIGUSR2...). */
+  readonly nodeArgs?: readonly string[];
+  /** Append each proxy's output to <logDir>/<name>.log. */
+  readonly logDir?: string;
   readonly ca: { readonly ca: CertificateAuthority; readonly tokens: TokenAuthority; readonly address: string };
 }
 
@@ -54,8 +58,9 @@ async function until(what: string, proc: Proc, check: () => Promise<boolean>, ti
 async function startSidecar(o: SkuaPairOptions, w: typeof CLIENT, xdsPort: number): Promise<{ proc: Proc; admin: number }> {
   const wl = workloadDir(path.join(o.dir, o.protocol), w.sa, o.ca.ca, o.ca.tokens, o.ca.address);
   const [admin, status, envoyStatus, prometheus] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  const proc = startProcess(`skua-${w.name}`, process.execPath, [path.resolve(REPO_ROOT, o.skuaMain), 'proxy', 'sidecar', '--concurrency', '1', '--proxyLogLevel', 'warning'], {
+  const proc = startProcess(`skua-${w.name}`, process.execPath, [...(o.nodeArgs ?? []), path.resolve(REPO_ROOT, o.skuaMain), 'proxy', 'sidecar', '--concurrency', '1', '--proxyLogLevel', 'warning'], {
     cwd: wl.dir,
+    logFile: o.logDir ? path.join(o.logDir, `${w.name}.log`) : undefined,
     env: {
       ...wl.env, POD_NAME: w.name, INSTANCE_IP: w.ip, ISTIO_META_CLUSTER_ID: 'Kubernetes', ISTIO_META_MESH_ID: 'cluster.local', TRUST_DOMAIN: 'cluster.local',
       ENVOY_STATUS_PORT: String(envoyStatus), ENVOY_PROMETHEUS_PORT: String(prometheus),

@@ -6,20 +6,34 @@
 // Node keys the cache directory by uid: run it as the user the proxy runs as.
 import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { enableCompileCache, flushCompileCache } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-const dir = process.argv[2] ?? process.env.NODE_COMPILE_CACHE;
-const status = enableCompileCache(dir);
-if (status.message) {
-  process.stderr.write(`warm-compile-cache: ${status.message}\n`);
-  process.exit(1);
+const SRC = new URL('../src/', import.meta.url);
+const BIN = fileURLToPath(new URL('skua-proxy.js', import.meta.url));
+
+// main.ts runs the command line when loaded: `skua-proxy --version` loads it instead.
+const modules = () => readdirSync(fileURLToPath(SRC), { recursive: true }).filter((f) => f.endsWith('.ts') && f !== 'main.ts');
+
+if (process.argv[2] === '--load') {
+  // One pass per way a module gets loaded: the cache keys a module loaded by `import` by its URL and one
+  // loaded by `require` (extensions and xDS load on first use that way) by its path.
+  if (process.argv[3] === 'import') for (const f of modules()) await import(new URL(f, SRC).href);
+  else {
+    const require = createRequire(import.meta.url);
+    for (const f of modules()) {
+      try { require(fileURLToPath(new URL(f, SRC))); } catch { /* a module with top-level await: import only */ }
+    }
+  }
+  process.exit(0);
 }
-const src = fileURLToPath(new URL('../src/', import.meta.url));
-// main.ts runs the command line when imported: the bin below loads it instead.
-const modules = readdirSync(src, { recursive: true }).filter((f) => f.endsWith('.ts') && f !== 'main.ts');
-for (const f of modules) await import(new URL(f, new URL('../src/', import.meta.url)).href);
-flushCompileCache();
-const bin = fileURLToPath(new URL('skua-proxy.js', import.meta.url));
-execFileSync(process.execPath, [bin, '--version'], { env: { ...process.env, NODE_COMPILE_CACHE: status.directory }, stdio: 'ignore' });
-process.stdout.write(`compile cache: ${modules.length + 1} modules of skua-proxy and their dependencies in ${status.directory}\n`);
+
+// Node's default directory is <tmpdir>/node-compile-cache, where the bin's enableCompileCache() looks too.
+const dir = process.argv[2] ?? process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), 'node-compile-cache');
+const self = fileURLToPath(import.meta.url);
+for (const args of [[self, '--load', 'import'], [self, '--load', 'require'], [BIN, '--version']]) {
+  execFileSync(process.execPath, args, { env: { ...process.env, NODE_COMPILE_CACHE: dir }, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+process.stdout.write(`compile cache: ${modules().length + 1} modules of skua-proxy and their dependencies in ${dir}\n`);
