@@ -28,7 +28,8 @@ async function session(url: string): Promise<{ call: (method: string, params?: o
   };
 }
 
-export type SamplingKind = 'all' | 'promoted';
+/** all: every allocation; promoted: what survived scavenges; retained: what a full GC at the end keeps. */
+export type SamplingKind = 'all' | 'promoted' | 'retained';
 
 /** Sample for `ms`; writes OUT.heapprofile (Chrome DevTools opens it) and returns the top sites as text. */
 export async function sampleHeap(url: string, ms: number, kind: SamplingKind, out: string, top = 30): Promise<string> {
@@ -38,9 +39,10 @@ export async function sampleHeap(url: string, ms: number, kind: SamplingKind, ou
     await s.call('HeapProfiler.startSampling', {
       samplingInterval: 4096,
       includeObjectsCollectedByMinorGC: kind === 'all',
-      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMajorGC: kind !== 'retained',
     });
     await new Promise((r) => setTimeout(r, ms));
+    if (kind === 'retained') await s.call('HeapProfiler.collectGarbage');
     const { profile } = await s.call('HeapProfiler.stopSampling') as { profile: { head: SampleNode } };
     writeFileSync(out, JSON.stringify(profile));
     const sites = new Map<string, number>();
@@ -59,7 +61,7 @@ export async function sampleHeap(url: string, ms: number, kind: SamplingKind, ou
     walk(profile.head, []);
     const lines = [...sites].sort((a, b) => b[1] - a[1]).slice(0, top)
       .map(([k, v]) => `${(v / 2 ** 20).toFixed(2).padStart(8)} MB ${((v / total) * 100).toFixed(1).padStart(5)}%  ${k}`);
-    return `${kind === 'all' ? 'allocated' : 'promoted, then collected by a major GC'}: ${(total / 2 ** 20).toFixed(1)} MB in ${ms / 1000} s\n${lines.join('\n')}`;
+    return `${kind === 'all' ? 'allocated' : kind === 'promoted' ? 'promoted (alive, or collected by a major GC)' : 'alive after a full GC'}: ${(total / 2 ** 20).toFixed(1)} MB in ${ms / 1000} s\n${lines.join('\n')}`;
   } finally {
     s.close();
   }

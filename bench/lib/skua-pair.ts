@@ -40,6 +40,8 @@ export interface SkuaPairOptions {
   readonly skuaMain: string;
   /** Extra Node options for both proxies (--cpu-prof, --heapsnapshot-signal=SIGUSR2...). */
   readonly nodeArgs?: readonly string[];
+  /** The mesh's mTLS mode (default STRICT, Istio's set-up); DISABLE for a plaintext pair. */
+  readonly mtls?: 'STRICT' | 'DISABLE';
   /** Append each proxy's output to <logDir>/<name>.log. */
   readonly logDir?: string;
   readonly ca: { readonly ca: CertificateAuthority; readonly tokens: TokenAuthority; readonly address: string };
@@ -76,7 +78,7 @@ export async function startSkuaPair(o: SkuaPairOptions): Promise<SkuaPair> {
   const servicePort = await freePort();
   const xdsPort = await freePort();
   const mesh = JSON.stringify({
-    mesh: { mtls: 'STRICT', capture: 'none' },
+    mesh: { mtls: o.mtls ?? 'STRICT', capture: 'none' },
     services: [{ name: 'echo', vip: '10.96.0.70', ports: [{ port: servicePort, protocol: o.protocol }] }],
     workloads: [
       { name: CLIENT.name, service_account: CLIENT.sa, ip: CLIENT.ip, outbound_ip: CLIENT.out, labels: { app: 'client' } },

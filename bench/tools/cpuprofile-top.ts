@@ -1,7 +1,7 @@
 /**
  * Summarise a V8 .cpuprofile (node --cpu-prof): self time per function and per file, busiest first,
  * and the inclusive time of functions whose name matches --grep.
- *   node bench/tools/cpuprofile-top.ts FILE.cpuprofile [--top 40] [--grep REGEX]
+ *   node bench/tools/cpuprofile-top.ts FILE.cpuprofile [--top 40] [--grep REGEX] [--skip-s S]
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -10,7 +10,8 @@ interface Frame { functionName: string; url: string; lineNumber: number }
 interface Node { id: number; callFrame: Frame; children?: number[] }
 interface Profile { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number }
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '40' }, grep: { type: 'string', default: '' } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '40' }, grep: { type: 'string', default: '' }, 'skip-s': { type: 'string', default: '0' } } });
+const skipUs = Number(values['skip-s']) * 1e6;
 const top = Number(values.top);
 
 for (const file of positionals) {
@@ -19,7 +20,9 @@ for (const file of positionals) {
   const parent = new Map<number, number>();
   for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const selfUs = new Map<number, number>();
-  p.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (p.timeDeltas[i] ?? 0)));
+  // --skip-s: leave out the first seconds (start-up: module loading, config) to see the steady state.
+  let t = 0;
+  p.samples.forEach((id, i) => { t += p.timeDeltas[i] ?? 0; if (t >= skipUs) selfUs.set(id, (selfUs.get(id) ?? 0) + (p.timeDeltas[i] ?? 0)); });
   const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
   const short = (url: string): string => url.replace(/^file:\/\/.*?\/(packages|node_modules)\//, '$1/').replace(/^node:/, 'node:');
   const key = (f: Frame): string => `${f.functionName || '(anonymous)'}  ${short(f.url)}:${f.lineNumber + 1}`;

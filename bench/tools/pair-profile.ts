@@ -3,15 +3,16 @@
  * `skua-proxy proxy sidecar`) under a profiler, to find where its CPU and memory go.
  *   node bench/tools/pair-profile.ts [--protocol http|http2] [--seconds 20] [--out DIR]
  *        [--node-args "--cpu-prof --heapsnapshot-signal=SIGUSR2"] [--snapshot] [--skua PATH]
- * --heap-sampling all|promoted: V8's sampling heap profiler on both during the run (lib/heap-sampling.ts):
- * where the allocations come from, or only those that were promoted to the old generation.
- * Prints each side's CPU per 1,000 req/s, RSS, RssAnon and V8 heap (admin /memory) after the run; with
+ * --heap-sampling all|promoted|retained: V8's sampling heap profiler on both during the run
+ * (lib/heap-sampling.ts): where the allocations come from, those that were promoted to the old
+ * generation, or those still alive after a full GC at the end.
+ * Saves each side's /config_dump?include_eds in DIR. Prints each side's CPU per 1,000 req/s, RSS, RssAnon and V8 heap (admin /memory) after the run; with
  * --snapshot sends SIGUSR2 to both (needs --heapsnapshot-signal=SIGUSR2) and waits for the snapshots.
  * --cpu-prof / --heap-prof files are written when the proxies exit (SIGTERM), into --out (their cwd
  * differs: the flags get --cpu-prof-dir/--heap-prof-dir DIR added; default DIR: a new one under /tmp,
  * kept; each proxy's output goes to DIR/<name>.log, e.g. for --trace-gc). Every process is stopped by PID; the rest of the temp dir is removed.
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -31,9 +32,9 @@ import { inspectorUrl, sampleHeap } from '../lib/heap-sampling.ts';
 const { values } = parseArgs({ options: {
   protocol: { type: 'string', default: 'http' }, seconds: { type: 'string', default: '20' }, out: { type: 'string', default: '' },
   'node-args': { type: 'string', default: '' }, snapshot: { type: 'boolean', default: false }, skua: { type: 'string', default: DEFAULT_SKUA_MAIN },
-  qps: { type: 'string', default: '1000' }, 'heap-sampling': { type: 'string', default: '' },
+  qps: { type: 'string', default: '1000' }, mtls: { type: 'string', default: 'STRICT' }, 'heap-sampling': { type: 'string', default: '' },
 } });
-const sampling = values['heap-sampling'] === 'all' || values['heap-sampling'] === 'promoted' ? values['heap-sampling'] : undefined;
+const sampling = (['all', 'promoted', 'retained'] as const).find((k) => k === values['heap-sampling']);
 const protocol = values.protocol === 'http2' ? 'http2' : 'http';
 const seconds = Number(values.seconds);
 const qps = Number(values.qps);
@@ -70,7 +71,7 @@ async function main(): Promise<void> {
   const tokens = TokenAuthority.create(path.join(tmp, 'ca'));
   const caServer = await startCaServer({ ca, tokens, listen: `${HOST}:0` });
   try {
-    const pair = await startSkuaPair({ dir: tmp, protocol, backendPort, skuaMain, nodeArgs, logDir: out, ca: { ca, tokens, address: `${HOST}:${caServer.port}` } });
+    const pair = await startSkuaPair({ dir: tmp, protocol, backendPort, skuaMain, nodeArgs, logDir: out, mtls: values.mtls === 'DISABLE' ? 'DISABLE' : 'STRICT', ca: { ca, tokens, address: `${HOST}:${caServer.port}` } });
     try {
       const load = { url: pair.url, qps, connections: 16, headers: [`Host: ${pair.host}`] };
       console.log(`client pid ${pair.client.pid}, server pid ${pair.server.pid}; load average ${readFileSync('/proc/loadavg', 'utf8').trim()}; warm-up 3 s, then ${seconds} s of fortio ${qps} req/s (${protocol} between)`);
@@ -89,9 +90,10 @@ async function main(): Promise<void> {
         const vcpu = (treeCpuMs(p.pid) - cpu0[i]) / 1000 / wall / (r.qps / 1000);
         const mem = JSON.parse((await httpGet(admin, '/memory')).body) as Record<string, string>;
         const s = status(p.pid);
-        console.log(`${name}: ${vcpu.toFixed(3)} vCPU per 1k req/s; RSS ${s.rss.toFixed(1)} MB (peak ${s.hwm.toFixed(1)}), RssAnon ${s.anon.toFixed(1)} MB; V8 heap used ${(Number(mem.allocated) / 2 ** 20).toFixed(1)} MB of ${(Number(mem.heap_size) / 2 ** 20).toFixed(1)} MB`);
+        console.log(`${name}: ${vcpu.toFixed(3)} vCPU per 1k req/s (${(vcpu * r.qps / 1000).toFixed(4)} vCPU); RSS ${s.rss.toFixed(1)} MB (peak ${s.hwm.toFixed(1)}), RssAnon ${s.anon.toFixed(1)} MB; V8 heap used ${(Number(mem.allocated) / 2 ** 20).toFixed(1)} MB of ${(Number(mem.heap_size) / 2 ** 20).toFixed(1)} MB`);
       }
       console.log(`load average ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
+      for (const [name, , admin] of procs) writeFileSync(path.join(out, `${name}-config_dump.json`), (await httpGet(admin, '/config_dump?include_eds')).body);
       if (values.snapshot) {
         for (const [, p] of procs) process.kill(p.pid, 'SIGUSR2');
         await new Promise((r) => setTimeout(r, 15_000));
