@@ -1,6 +1,6 @@
 import { Socket } from 'node:net';
 import type { buildConnector } from 'undici';
-import { connect as tlsConnect, type PeerCertificate, type TLSSocket } from 'node:tls';
+import { connect as tlsConnect, type ConnectionOptions, type PeerCertificate, type TLSSocket } from 'node:tls';
 import { noteUpstreamSans } from './upstream-sans.ts';
 import type { TlsState, UpstreamTls } from './context.ts';
 import { CHAIN_ERRORS, type SslStats } from './ssl-stats.ts';
@@ -24,7 +24,8 @@ export function secretsNotReadyError(tls: UpstreamTls): Error {
  * `stats` (cluster.<name>.ssl.*). Without the context's secrets the returned socket
  * fails at once with secretsNotReadyError.
  */
-export function connectUpstreamTls(tls: UpstreamTls, address: string, port: number, alpn: readonly string[], stats?: SslStats, override?: readonly string[]): Socket {
+export function connectUpstreamTls(tls: UpstreamTls, address: string, port: number, alpn: readonly string[], stats?: SslStats, override?: readonly string[],
+  onread?: { buffer: Buffer; callback: (n: number) => boolean }): Socket {
   const state = tls.current();
   if (!state) {
     stats?.secretsNotReady.inc();
@@ -32,7 +33,7 @@ export function connectUpstreamTls(tls: UpstreamTls, address: string, port: numb
     process.nextTick(() => dead.destroy(secretsNotReadyError(tls)));
     return dead;
   }
-  const socket = tlsConnect({
+  const options: ConnectionOptions & { onread?: typeof onread } = {
     host: address, port,
     servername: tls.sni || undefined,
     secureContext: state.context,
@@ -40,7 +41,11 @@ export function connectUpstreamTls(tls: UpstreamTls, address: string, port: numb
     // Istio's ALPN filter (request filter state) replaces the context's list, as Envoy's application-protocol override.
     ALPNProtocols: override?.length ? [...override] : tls.alpn.length ? [...tls.alpn] : [...alpn],
     checkServerIdentity: (_host: string, cert: PeerCertificate) => (sansMatch(state.sanMatchers, cert) ? undefined : sanError()),
-  });
+    // Decrypted bytes straight into the caller's buffer: no Buffer and no Readable per read
+    // (tls.connect takes net's `onread`; @types/node does not list it).
+    onread,
+  };
+  const socket = tlsConnect(options);
   watchHandshake(socket, state, stats);
   socket.once('secureConnect', () => noteUpstreamSans(address, port, socket));
   return socket;

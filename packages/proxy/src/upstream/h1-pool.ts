@@ -292,9 +292,10 @@ class H1ClientConnection implements UpstreamConnectionInfo {
   constructor(pool: H1Pool, first: Call) {
     this.pool = pool;
     const o = pool.opts;
+    const onread = { buffer: READ_BUFFER, callback: (n: number): boolean => this.onRead(n) };
     this.socket = o.connect ? o.connect() : o.tls
-      ? connectUpstreamTls(o.tls, o.address, o.port, ['http/1.1'], o.sslStats, o.alpnOverride)
-      : netConnect({ host: o.address, port: o.port, localAddress: o.localAddress, noDelay: true, onread: { buffer: READ_BUFFER, callback: (n: number): boolean => this.onRead(n) } });
+      ? connectUpstreamTls(o.tls, o.address, o.port, ['http/1.1'], o.sslStats, o.alpnOverride, onread)
+      : netConnect({ host: o.address, port: o.port, localAddress: o.localAddress, noDelay: true, onread });
     const socket = this.socket;
     this.call = first;
     first.conn = this;
@@ -308,8 +309,8 @@ class H1ClientConnection implements UpstreamConnectionInfo {
       if (call) { pool.settlePending(call); this.send(call); }
     });
     socket.on('timeout', () => this.fail(upstreamError(this.connected ? 'UND_ERR_SOCKET' : 'UND_ERR_CONNECT_TIMEOUT', this.connected ? 'idle timeout' : 'connect timeout')));
-    // Plain TCP sockets read into the shared READ_BUFFER (onread); TLS and custom-connected ones emit 'data'.
-    if (o.connect || o.tls) socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    // TCP and TLS sockets read into the shared READ_BUFFER (onread); custom-connected ones emit 'data'.
+    if (o.connect) socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (err: Error) => this.fail(err));
     socket.on('close', () => this.fail(upstreamError('UND_ERR_SOCKET', 'upstream connection closed')));
     socket.on('drain', () => this.call?.req.body?.resume());
