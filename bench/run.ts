@@ -241,6 +241,9 @@ async function main(): Promise<number> {
 
   opts.builds = skuaBuilds(opts.refs, opts.skuaMain, tmpDir);
   opts.skuaMain = opts.builds[0].main;
+  // The proxy image's NODE_OPTIONS (V8 flags) for everything started here; --ref builds pass their own.
+  process.env.NODE_OPTIONS = opts.builds[0].env.NODE_OPTIONS;
+  progress('bench', `skua runs with NODE_OPTIONS="${process.env.NODE_OPTIONS}" (the proxy image's, Dockerfile)`);
   if (opts.targets.includes('skua') && opts.only.some((s) => s !== 'micro')) {
     warmCompileCaches(opts.builds, path.join(tmpDir, 'compile-cache'), (m) => progress('bench', m));
   }

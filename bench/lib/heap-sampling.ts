@@ -29,6 +29,23 @@ async function session(url: string): Promise<{ call: (method: string, params?: o
 }
 
 /** all: every allocation; promoted: what survived scavenges; retained: what a full GC at the end keeps. */
+/**
+ * process.memoryUsage() and V8's heap space statistics of the inspected process (physical sizes),
+ * to tell the V8 heap from external memory (Buffers, native stream and HTTP/2 state) and malloc.
+ */
+export async function memoryBreakdown(url: string): Promise<string> {
+  const s = await session(url);
+  try {
+    const expr = `(() => { const v8 = process.binding ? require('node:v8') : null; const mb = (n) => (n / 1048576).toFixed(1);
+      const m = process.memoryUsage(); const spaces = require('node:v8').getHeapSpaceStatistics().map((x) => x.space_name.replace('_space', '') + ' ' + mb(x.physical_space_size) + '/' + mb(x.space_used_size)).join(', ');
+      return 'rss ' + mb(m.rss) + ', heapTotal ' + mb(m.heapTotal) + ', heapUsed ' + mb(m.heapUsed) + ', external ' + mb(m.external) + ' (arrayBuffers ' + mb(m.arrayBuffers) + ') MB; spaces physical/used: ' + spaces; })()`;
+    const r = await s.call('Runtime.evaluate', { expression: expr, includeCommandLineAPI: true, returnByValue: true }) as { result: { value?: string; description?: string } };
+    return r.result.value ?? r.result.description ?? '';
+  } finally {
+    s.close();
+  }
+}
+
 export type SamplingKind = 'all' | 'promoted' | 'retained';
 
 /** Sample for `ms`; writes OUT.heapprofile (Chrome DevTools opens it) and returns the top sites as text. */

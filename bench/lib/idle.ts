@@ -14,7 +14,7 @@ import { startProcess, stopProcess, systemBinary, type Proc } from './procs.ts';
 import { processTree } from './proc-stats.ts';
 
 export interface IdleSample { rssMb: number; anonMb: number; heapUsedMb?: number }
-export interface IdleOptions { waitMs: number; skuaMain: string; cold: boolean; dir: string }
+export interface IdleOptions { waitMs: number; skuaMain: string; cold: boolean; dir: string; env?: Record<string, string> }
 
 export function trivialSkuaConfig(port: number, adminPort: number): string {
   return `static_resources:
@@ -85,7 +85,7 @@ export async function sampleSkua(o: IdleOptions): Promise<IdleSample> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const cfg = path.join(o.dir, 'idle-skua.yaml');
   writeFileSync(cfg, trivialSkuaConfig(port, adminPort));
-  const env: Record<string, string> = o.cold ? { NODE_DISABLE_COMPILE_CACHE: '1' } : {};
+  const env: Record<string, string> = { ...o.env, ...(o.cold ? { NODE_DISABLE_COMPILE_CACHE: '1' } : {}) };
   const proc = startProcess('idle-skua', process.execPath, [o.skuaMain, '-c', cfg, '-l', 'warn'], { env });
   await waitForPort(port, proc, 20_000);
   return idleThen(proc, o.waitMs, async () => {

@@ -38,6 +38,8 @@ export interface SkuaPairOptions {
   readonly protocol: 'http' | 'http2';
   readonly backendPort: number;
   readonly skuaMain: string;
+  /** Added to both proxies' environment (a build's NODE_OPTIONS). */
+  readonly env?: Record<string, string>;
   /** Extra Node options for both proxies (--cpu-prof, --heapsnapshot-signal=SIGUSR2...). */
   readonly nodeArgs?: readonly string[];
   /** The mesh's mTLS mode (default STRICT, Istio's set-up); DISABLE for a plaintext pair. */
@@ -64,7 +66,7 @@ async function startSidecar(o: SkuaPairOptions, w: typeof CLIENT, xdsPort: numbe
     cwd: wl.dir,
     logFile: o.logDir ? path.join(o.logDir, `${w.name}.log`) : undefined,
     env: {
-      ...wl.env, POD_NAME: w.name, INSTANCE_IP: w.ip, ISTIO_META_CLUSTER_ID: 'Kubernetes', ISTIO_META_MESH_ID: 'cluster.local', TRUST_DOMAIN: 'cluster.local',
+      ...o.env, ...wl.env, POD_NAME: w.name, INSTANCE_IP: w.ip, ISTIO_META_CLUSTER_ID: 'Kubernetes', ISTIO_META_MESH_ID: 'cluster.local', TRUST_DOMAIN: 'cluster.local',
       ENVOY_STATUS_PORT: String(envoyStatus), ENVOY_PROMETHEUS_PORT: String(prometheus),
       // terminationDrainDuration 0s: the bench stops each side with SIGTERM and has nothing left to drain.
       PROXY_CONFIG: JSON.stringify({ discoveryAddress: `${HOST}:${xdsPort}`, controlPlaneAuthPolicy: 'NONE', proxyAdminPort: admin, statusPort: status, terminationDrainDuration: '0s' }),

@@ -32,7 +32,7 @@ export async function runIdle(opts: Options, dir: string): Promise<ScenarioResul
   const t0 = performance.now();
   const o: IdleOptions = { waitMs: WAIT_MS, skuaMain: opts.skuaMain, cold: false, dir };
   const cases = CASES.filter((c) => c.target === 'direct' || opts.targets.includes(c.target)).flatMap((c): Case[] => (c.target !== 'skua' ? [c]
-    : opts.builds.map((b) => ({ ...c, key: b.name || undefined, label: c.label + buildSuffix(b), sample: (x: IdleOptions) => sampleSkua({ ...x, skuaMain: b.main }) }))));
+    : opts.builds.map((b) => ({ ...c, key: b.name || undefined, label: c.label + buildSuffix(b), sample: (x: IdleOptions) => sampleSkua({ ...x, skuaMain: b.main, env: b.env }) }))));
   const samples = cases.map((): IdleSample[] => []);
   const errors = cases.map((): string | undefined => undefined);
   for (let run = 0; run < RUNS; run++) {

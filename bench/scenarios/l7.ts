@@ -62,7 +62,7 @@ async function measure(target: TargetName, opts: Options, dir: string, backendPo
   progress(`l7 ${target}`, `starting ${prepared.label}`);
   let running: RunningTarget | undefined;
   try {
-    running = await launchTarget(prepared, build?.main ?? opts.skuaMain);
+    running = await launchTarget(prepared, build?.main ?? opts.skuaMain, build?.env);
     row.metrics = await load(running, opts);
   } catch (err) {
     const logs = running?.proc ? tailOf(running.proc) : '';

@@ -145,7 +145,7 @@ export async function runSidecarPair(opts: Options, dir: string): Promise<Scenar
       const start = (): Promise<Pair> => {
         if (c.key === 'direct') return Promise.resolve({ url: `http://${HOST}:${backendPort}/`, stop: async () => {} });
         if (c.key === 'nginx') return nginxPair(dir, backendPort);
-        return startSkuaPair({ dir, protocol: c.key === 'skua-h2' ? 'http2' : 'http', backendPort, skuaMain: c.build?.main ?? opts.skuaMain, ca: caInfo })
+        return startSkuaPair({ dir, protocol: c.key === 'skua-h2' ? 'http2' : 'http', backendPort, skuaMain: c.build?.main ?? opts.skuaMain, env: c.build?.env, ca: caInfo })
           .then((p) => ({ ...p, config: p.mesh }));
       };
       rows.push(await measure(c, opts, fortio, start));

@@ -23,7 +23,7 @@ import { nginxBackendConf } from '../lib/peer-configs.ts';
 import { killAllSync, stopAll, stopProcess } from '../lib/procs.ts';
 import { freePort } from '../lib/net.ts';
 import { launchTarget, prepareTarget, startNginx, stopTarget } from '../lib/targets.ts';
-import { extractRef, warmCompileCaches } from '../lib/builds.ts';
+import { extractRef, shippedNodeOptions, warmCompileCaches } from '../lib/builds.ts';
 import { runWrk } from '../lib/wrk.ts';
 
 const TICKS_PER_S = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
@@ -44,7 +44,7 @@ async function measure(ref: string, main: string, backendPort: number, dir: stri
   const own = path.join(dir, `run-${ref.replace(/[^\w.-]/g, '_')}`);
   mkdirSync(own, { recursive: true });
   const prepared = await prepareTarget('skua', 'http', backendPort, own);
-  const running = await launchTarget(prepared, main);
+  const running = await launchTarget(prepared, main, { NODE_OPTIONS: shippedNodeOptions(ref) });
   try {
     const pid = running.proc?.pid ?? 0;
     if (o.warmup > 0) await runWrk(running.port, { threads: 1, connections: o.connections, seconds: o.warmup });
