@@ -68,7 +68,7 @@ export function issueGoals(results: readonly StoredResult[]): GoalRow[] {
   });
 
   const xds = by('xds');
-  const delta = row(xds, (r) => r.label.includes('Delta'));
+  const delta = row(xds, (r) => r.key === 'delta' || (r.key === undefined && r.label.includes('Delta')));
   out.push({
     what: '5,000 istiod-shaped services (Delta ADS)', scenario: 'xds',
     skua: delta ? `apply ${f(delta.metrics.applyMs, 0)} ms, RSS ${f(delta.metrics.rssMb, 0)} MB (+${f(delta.metrics.rssGrowthMb, 0)} over a bare proxy)` : '–',

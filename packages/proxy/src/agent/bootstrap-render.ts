@@ -7,7 +7,7 @@
  * Left out of Istio's template (not supported by the compiler yet, or no effect here):
  * bootstrap_extensions (envoy.bootstrap.internal_listener, and metadata_discovery when
  * METADATA_DISCOVERY is on), the `sds-grpc` cluster (a unix pipe to the agent's SDS server),
- * the compressor filters of the 15090 listener, stats_config (tags / inclusion list),
+ * the compressor filters of the 15090 listener, stats_config's stats_tags (skua tags its stats itself),
  * layered_runtime, overload_manager, admin access_log / profile_path, cluster_manager's outlier
  * event log, application_log_config and deferred_stat_options.
  */
@@ -97,6 +97,8 @@ export function renderBootstrap(s: AgentSettings): Json {
   const node = s.node;
   return {
     node: { id: node.id, cluster: node.cluster, locality: node.locality, metadata: node.metadata },
+    // Istio's inclusion list: the stats Istio reads, nothing per cluster or per listener (issue 13).
+    stats_config: { use_all_default_tags: false, stats_matcher: s.statsMatcher },
     admin: { address: { socket_address: { address: loopback, port_value: s.adminPort } } },
     dynamic_resources: {
       lds_config: { ads: {}, initial_fetch_timeout: '0s', resource_api_version: 'V3' },

@@ -1,4 +1,5 @@
 import type { LabelledFamily } from './labelled.ts';
+import type { StatsMatcher } from './matcher.ts';
 
 /**
  * Envoy-style stats: flat dotted names (`cluster.backend.upstream_rq_total`).
@@ -32,6 +33,23 @@ export class Histogram {
     }
   }
 }
+
+/**
+ * Envoy's null stats: what a stat the stats matcher rejects is. One of each, shared: writes are
+ * dropped and reads see 0, so a rejected stat costs no memory at all (5,000 clusters under Istio's
+ * inclusion list hold ~170,000 of them).
+ */
+function nullStat<T extends Counter | Gauge>(stat: T): T {
+  Object.defineProperty(stat, 'value', { get: () => 0, set: () => {} });
+  return Object.freeze(stat);
+}
+export const NULL_COUNTER: Counter = nullStat(new Counter());
+export const NULL_GAUGE: Gauge = nullStat(new Gauge());
+export const NULL_HISTOGRAM: Histogram = (() => {
+  const h = new Histogram();
+  h.record = () => {};
+  return Object.freeze(h);
+})();
 
 /**
  * How the stats of one scope show in Prometheus: a stat named `prefix + rest` is `base + rest` with
@@ -74,6 +92,18 @@ export class StatsStore {
   readonly histograms = new Map<string, Histogram>();
   /** Scoped stats by scope prefix (names like Istio's cluster names contain dots, so prefixes cannot be parsed back). */
   readonly groups = new Map<string, StatGroup>();
+  /**
+   * stats_config.stats_matcher. A stat it rejects is a shared null stat (NULL_COUNTER...): its holder
+   * may bump it as always, nothing is kept or published, and it reads 0, as Envoy's null stats do.
+   */
+  matcher: StatsMatcher | undefined;
+  /** deferred_stat_options.enable_deferred_creation_stats: cluster traffic stats made on first use. */
+  deferredClusterStats = false;
+
+  /** Whether a stat of this full name is instantiated (no matcher: every stat). */
+  accepts(name: string): boolean {
+    return this.matcher === undefined || this.matcher.accepts(name);
+  }
 
   /** `scope('cluster', 'envoy_cluster_name', name)` → stats named `cluster.<name>.<stat>`, tagged. */
   scope(kind: string, tag: string, value: string): Scope {
@@ -88,19 +118,31 @@ export class StatsStore {
 
   counter(name: string): Counter {
     let c = this.counters.get(name);
-    if (!c) { c = new Counter(); this.counters.set(name, c); }
+    if (!c) {
+      if (!this.accepts(name)) return NULL_COUNTER;
+      c = new Counter();
+      this.counters.set(name, c);
+    }
     return c;
   }
 
   gauge(name: string): Gauge {
     let g = this.gauges.get(name);
-    if (!g) { g = new Gauge(); this.gauges.set(name, g); }
+    if (!g) {
+      if (!this.accepts(name)) return NULL_GAUGE;
+      g = new Gauge();
+      this.gauges.set(name, g);
+    }
     return g;
   }
 
   histogram(name: string): Histogram {
     let h = this.histograms.get(name);
-    if (!h) { h = new Histogram(); this.histograms.set(name, h); }
+    if (!h) {
+      if (!this.accepts(name)) return NULL_HISTOGRAM;
+      h = new Histogram();
+      this.histograms.set(name, h);
+    }
     return h;
   }
 
@@ -161,13 +203,28 @@ export class CodeClassCounters {
 /** A named group of stats sharing a prefix and Prometheus tags; several scopes may share one prefix. */
 export class Scope {
   private readonly store: StatsStore;
-  private readonly group: StatGroup;
+  private readonly prefix: string;
+  private readonly base: string;
+  private readonly tags: ReadonlyArray<readonly [string, string]>;
+  /** Made with the first stat kept: a scope whose stats the matcher rejects has no group at all. */
+  private group_: StatGroup | undefined;
   /** Every name this scope handed out, for release(). */
   private readonly created: string[] = [];
 
   constructor(store: StatsStore, prefix: string, base: string, tags: ReadonlyArray<readonly [string, string]>) {
     this.store = store;
-    this.group = store.group(prefix, base, tags);
+    this.prefix = prefix;
+    this.base = base;
+    this.tags = tags;
+  }
+
+  private get group(): StatGroup {
+    return (this.group_ ??= this.store.group(this.prefix, this.base, this.tags));
+  }
+
+  /** The group, when this scope or another one of its prefix made it already. */
+  private existing(): StatGroup | undefined {
+    return (this.group_ ??= this.store.groups.get(this.prefix));
   }
 
   /**
@@ -175,29 +232,47 @@ export class Scope {
    * with it). Holders of the old objects may still bump them; they are no longer published.
    */
   release(): void {
-    const g = this.group;
+    const g = this.group_;
+    if (!g) return;
     for (const rest of this.created) { g.counters.delete(rest); g.gauges.delete(rest); g.histograms.delete(rest); }
     this.created.length = 0;
     if (g.empty && this.store.groups.get(g.tags.prefix) === g) this.store.groups.delete(g.tags.prefix);
   }
 
+  /** stats_config.stats_matcher on the full name (a rejected stat is a null stat). */
+  private keep(rest: string): boolean {
+    return this.store.matcher === undefined || this.store.accepts(this.prefix + rest);
+  }
+
   counter(rest: string): Counter {
-    let c = this.group.counters.get(rest);
-    if (!c) { c = new Counter(); this.group.counters.set(rest, c); }
+    let c = this.existing()?.counters.get(rest);
+    if (!c) {
+      if (!this.keep(rest)) return NULL_COUNTER;
+      c = new Counter();
+      this.group.counters.set(rest, c);
+    }
     this.created.push(rest);
     return c;
   }
 
   gauge(rest: string): Gauge {
-    let g = this.group.gauges.get(rest);
-    if (!g) { g = new Gauge(); this.group.gauges.set(rest, g); }
+    let g = this.existing()?.gauges.get(rest);
+    if (!g) {
+      if (!this.keep(rest)) return NULL_GAUGE;
+      g = new Gauge();
+      this.group.gauges.set(rest, g);
+    }
     this.created.push(rest);
     return g;
   }
 
   histogram(rest: string): Histogram {
-    let h = this.group.histograms.get(rest);
-    if (!h) { h = new Histogram(); this.group.histograms.set(rest, h); }
+    let h = this.existing()?.histograms.get(rest);
+    if (!h) {
+      if (!this.keep(rest)) return NULL_HISTOGRAM;
+      h = new Histogram();
+      this.group.histograms.set(rest, h);
+    }
     this.created.push(rest);
     return h;
   }
