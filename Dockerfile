@@ -48,6 +48,13 @@ FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
 WORKDIR /
 
+# --- plus iptables and iproute2 (proxyv2 has both; the CNI stand-in in the ztunnel image applies
+# ambient's in-pod rules and routes with them) ---
+FROM runtime AS runtime-net
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iptables iproute2 \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb /var/log/apt /var/log/dpkg.log
+
 # --- skua-controlplane: xDS (15010), CA (15012), WDS; runs as 1337 like istiod ---
 FROM runtime AS controlplane
 COPY --from=build /src/package.json /src/pnpm-workspace.yaml /app/
@@ -61,10 +68,11 @@ USER 1337:1337
 EXPOSE 15010 15012
 ENTRYPOINT ["/usr/local/bin/skua-controlplane"]
 
-# --- skua-ztunnel: Istio's ztunnel image (per node; in-pod mode needs hostNetwork, the CNI's ZDS socket,
+# --- skua-ztunnel: Istio's ztunnel image (per node; in-pod mode needs the CNI's ZDS socket and
 # NET_ADMIN/SYS_ADMIN to enter pod network namespaces, as istio/ztunnel runs). Ports: 15001/15006/15008
-# inside each pod, 15020 metrics, 15021 readiness, 15000 admin, 15053 DNS.
-FROM runtime AS ztunnel
+# inside each pod, 15020 metrics, 15021 readiness, 15000 admin, 15053 DNS. The same image runs the CNI
+# stand-in (`cni-standin`, the node agent: iptables, iproute2, nsenter) and its per-pod `cni-plugin`.
+FROM runtime-net AS ztunnel
 COPY --from=build /src/package.json /src/pnpm-workspace.yaml /app/
 COPY --from=build /src/node_modules /app/node_modules
 COPY --from=build /src/packages/proxy /app/packages/proxy
@@ -75,10 +83,7 @@ EXPOSE 15000 15020 15021
 ENTRYPOINT ["/usr/local/bin/ztunnel"]
 
 # --- skua-proxy as Istio's proxyv2 (the default target) ---
-FROM runtime AS proxy
-RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iptables \
- && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/log/apt /var/log/dpkg.log
+FROM runtime-net AS proxy
 COPY --from=build /src/package.json /src/pnpm-workspace.yaml /app/
 COPY --from=build /src/node_modules /app/node_modules
 COPY --from=build /src/packages/proxy /app/packages/proxy

@@ -22,7 +22,7 @@ import { runL7 } from './scenarios/l7.ts';
 import { mtlsChecks, runMtls } from './scenarios/mtls.ts';
 import { ROUNDS as ROUTES_ROUNDS, routesChecks, runRoutes } from './scenarios/routes.ts';
 import { runXds } from './scenarios/xds.ts';
-import { runXdsScale } from './scenarios/xds-scale.ts';
+import { runXdsScale, xdsScaleChecks } from './scenarios/xds-scale.ts';
 import { runSidecarPair } from './scenarios/sidecar-pair.ts';
 import { idleChecks, runIdle } from './scenarios/idle.ts';
 import { writeReports } from './lib/html-report.ts';
@@ -56,6 +56,7 @@ const USAGE = `usage: ./dev bench [options]   (node bench/run.ts)
   --ref A,B                 compare git refs' builds side by side (WORKTREE = the working tree) in idle, l7
                             and sidecar-pair (other scenarios measure the first)
   --xds-clusters N          clusters pushed by xds-scale (default 20000)
+  --skua-before REF         xds-scale: also run git REF's skua-proxy (e.g. main), each case before and after side by side
   --strict                  exit 1 if an acceptance check fails or a target fails
   -h, --help`;
 
@@ -89,6 +90,7 @@ function parseOptions(argv: string[]): Options | undefined {
       skua: { type: 'string', default: DEFAULT_SKUA_MAIN },
       ref: { type: 'string', default: '' },
       'xds-clusters': { type: 'string', default: '20000' },
+      'skua-before': { type: 'string' },
       strict: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -107,6 +109,7 @@ function parseOptions(argv: string[]): Options | undefined {
     refs: values.ref.split(',').map((r) => r.trim()).filter(Boolean),
     builds: [],
     xdsClusters: Math.round(numArg('xds-clusters', values['xds-clusters'], 2)),
+    skuaBefore: values['skua-before'],
     strict: values.strict,
   };
 }
@@ -133,8 +136,8 @@ function budgetSeconds(opts: Options): number {
   if (opts.only.includes('routes')) s += 60 + 2 * (opts.warmup + 20) + 2 * ROUTES_ROUNDS * (opts.duration + 20);
   // Two proxies applying 5,000 services each (up to 5 min each on a loaded machine), plus the control plane.
   if (opts.only.includes('xds')) s += 720;
-  // Three proxies, each: start, a push of up to 10 min on a slow build, a shrink, settling.
-  if (opts.only.includes('xds-scale')) s += 3 * 900;
+  // Three proxies (six with --skua-before), each: start, a push of up to 10 min on a slow build, a shrink, settling.
+  if (opts.only.includes('xds-scale')) s += (opts.skuaBefore ? 6 : 3) * 900;
   if (opts.only.includes('mtls')) s += 3 * (opts.warmup + opts.duration + 60);
   // Four cases (start-up, warm-up, measured run), plus installing fortio once (go install).
   if (opts.only.includes('sidecar-pair')) s += 4 * (opts.warmup + opts.duration + 120) + 600;
@@ -260,7 +263,7 @@ async function main(): Promise<number> {
   }
   await cleanup();
 
-  const checks = [...checkAcceptance(results), ...routesChecks(results), ...mtlsChecks(results), ...idleChecks(results)];
+  const checks = [...checkAcceptance(results), ...routesChecks(results), ...mtlsChecks(results), ...xdsScaleChecks(results), ...idleChecks(results)];
   const files = results.map((r) => writeJson(RESULTS_DIR, r, env, checks));
   for (const r of results) printScenario(r);
   for (const m of micro.filter((x) => x.rows.length > 0)) {

@@ -38,7 +38,10 @@ const USAGE = `usage: ./dev demo [options]   (node demo/run.ts)
     --base standin|public   base images: debootstrap + npm stand-ins (podman's default; no registry
                             needed) or the public node:24 images (Docker's default)
     --ingress-port N        where the ingress gateway is published on 127.0.0.1 (default 8080)
-    --image-tag T           use images already built with tag T (skua/proxy:T, ...): no build, kept after`;
+    --image-tag T           use images already built with tag T (skua/proxy:T, ...): no build, kept after
+    --profile ambient       also compose.yaml's ambient profile (ztunnel, the CNI stand-in, a waypoint,
+                            ambient Bookinfo pods) and its checks: HBONE with mTLS between ztunnels,
+                            plaintext refused, an L7 denial at the waypoint, a live route edit there`;
 
 function options() {
   const { values } = parseArgs({
@@ -55,6 +58,7 @@ function options() {
       base: { type: 'string' },
       'ingress-port': { type: 'string', default: '8080' },
       'image-tag': { type: 'string' },
+      profile: { type: 'string', default: 'default' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -67,7 +71,7 @@ function options() {
     durationMs: num('duration', 0.1) * 1000, connections: Math.floor(num('connections', 1)),
     maxRequests: Math.floor(num('max-requests', 1)), concurrency: Math.floor(num('concurrency', 1)),
     topology: values.topology, logLevel: values['log-level'], keep: values.keep, printBootstrap: values['print-bootstrap'], help: values.help,
-    containers: values.containers, base: values.base, ingressPort: Math.floor(num('ingress-port', 1)), imageTag: values['image-tag'],
+    containers: values.containers, base: values.base, ingressPort: Math.floor(num('ingress-port', 1)), imageTag: values['image-tag'], profile: values.profile,
   };
 }
 
@@ -107,8 +111,9 @@ async function main(): Promise<number> {
   if (opts.printBootstrap !== undefined) throw new Error(`--print-bootstrap: expected local, got ${opts.printBootstrap}`);
   if (opts.containers) {
     if (opts.base !== undefined && opts.base !== 'standin' && opts.base !== 'public') throw new Error(`--base: expected standin or public, got ${opts.base}`);
+    if (opts.profile !== 'default' && opts.profile !== 'ambient') throw new Error(`--profile: expected ambient (or default), got ${opts.profile}`);
     const { runContainerDemo } = await import('./containers.ts');
-    return runContainerDemo({ durationMs: opts.durationMs, connections: opts.connections, maxRequests: opts.maxRequests, keep: opts.keep, ingressPort: opts.ingressPort, base: opts.base, imageTag: opts.imageTag });
+    return runContainerDemo({ durationMs: opts.durationMs, connections: opts.connections, maxRequests: opts.maxRequests, keep: opts.keep, ingressPort: opts.ingressPort, base: opts.base, imageTag: opts.imageTag, profile: opts.profile });
   }
   const build = TOPOLOGIES[opts.topology];
   if (!build) throw new Error(`--topology: expected ${Object.keys(TOPOLOGIES).join(' or ')}, got ${opts.topology}`);

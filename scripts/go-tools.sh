@@ -3,6 +3,7 @@
 #   h2spec                 HTTP/2 conformance (github.com/summerwind/h2spec)
 #   grpc-interop-client    grpc-go's standard interop test client
 #   grpc-interop-server    grpc-go's standard interop test server
+#   compose-go             the Compose Specification's loader (what `docker compose` parses files with)
 # Without Go on the machine it prints why and exits 0: the tests that need these then skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,7 @@ TOOLS=(
   "h2spec github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible h2spec"
   "client google.golang.org/grpc/interop/client@v1.85.0 grpc-interop-client"
   "server google.golang.org/grpc/interop/server@v1.85.0 grpc-interop-server"
+  "cmd github.com/compose-spec/compose-go/v2/cmd@v2.16.2 compose-go"
 )
 
 up_to_date() { [ -x "$BIN/$1" ] && [ "$(cat "$BIN/$1.version" 2>/dev/null)" = "$2" ]; }
@@ -23,7 +25,7 @@ if ! command -v go >/dev/null 2>&1; then
   [ -x /usr/local/go/bin/go ] && export PATH="/usr/local/go/bin:$PATH"
 fi
 if ! command -v go >/dev/null 2>&1; then
-  echo "dev: Go is not installed: h2spec and the gRPC interop suite will be skipped" >&2
+  echo "dev: Go is not installed: h2spec, the gRPC interop suite and the compose-go check will be skipped" >&2
   exit 0
 fi
 

@@ -2,12 +2,13 @@
 // stdout), -l and --component-log-level deciding which request and failure lines appear,
 // --log-format / --log_as_json shaping every line, start-up lines naming admin and the listeners,
 // and start-up failures (a port in use, a missing file or directory, a bad flag) as one line with
-// what to do, never a stack trace. Real processes: skua-proxy and skua-controlplane from
+// what to do, never a stack trace; skua-ztunnel's help names every environment variable it reads.
+// Real processes: skua-proxy, skua-controlplane and skua-ztunnel from
 // node_modules/.bin, a real HTTP backend and real requests.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -60,6 +61,16 @@ describe('--help on every binary and subcommand', { concurrency: 4, timeout: 120
     ['skua-controlplane', ['apply', '--help'], /--namespace/],
     ['skua-controlplane', ['delete', '-h'], /apply\|delete/],
     ['skua-controlplane', ['compose-kube', '--help'], /--manifests/],
+    ['skua-ztunnel', ['-h'], /usage: skua-ztunnel[\s\S]*proxy \(default\)[\s\S]*XDS_ADDRESS[\s\S]*CONNECTION_TERMINATION_DEADLINE/],
+    ['skua-ztunnel', ['--help'], /Commands:[\s\S]*version[\s\S]*cni-standin[\s\S]*Environment variables/],
+    ['skua-ztunnel', ['help'], /usage: skua-ztunnel/],
+    // `proxy --help` prints help and exits: it must not start the proxy (runBin would time out).
+    ['skua-ztunnel', ['proxy', '--help'], /usage: skua-ztunnel[\s\S]*LOCAL_XDS_PATH/],
+    ['skua-ztunnel', ['proxy', '-h'], /usage: skua-ztunnel/],
+    ['skua-ztunnel', ['cni-standin', '--help'], /usage: skua-ztunnel cni-standin[\s\S]*--socket[\s\S]*--pod[\s\S]*--plugin-socket[\s\S]*--apply-rules/],
+    ['skua-ztunnel', ['cni-plugin', '--help'], /usage: skua-ztunnel cni-plugin[\s\S]*--pod[\s\S]*--plugin-socket[\s\S]*--timeout/],
+    ['skua-waypoint', ['--help'], /usage: skua-waypoint[\s\S]*15008[\s\S]*15021 \/healthz\/ready/],
+    ['skua-waypoint', ['proxy', 'waypoint', '-h'], /usage: skua-waypoint/],
   ];
   for (const [bin, args, says] of cases) {
     test(`${bin} ${args.join(' ')} → exit 0, the flags on stdout`, async () => {
@@ -82,6 +93,39 @@ test('packages/controlplane/README.md documents every flag skua-controlplane\'s 
     }
   }
   assert.deepEqual(missing, []);
+});
+
+test("skua-ztunnel --help names every environment variable its source reads", async () => {
+  // The names the ztunnel's code reads: config helpers (str/int/bool/durationMs/rootCert/headers),
+  // env.X / process.env.X, prefixes (startsWith), and proxyMetadata keys.
+  const src = path.join(repoRoot, 'packages', 'ztunnel', 'src');
+  const read = new Set<string>();
+  const patterns = [/\b(?:str|int|bool|durationMs|rootCert|headers)\(env, '([A-Z][A-Z0-9_]*)'/g, /\benv\.([A-Z][A-Z0-9_]+)/g, /startsWith\('([A-Z][A-Z0-9_]+)'\)/g, /proxyMetadata\.([A-Z][A-Z0-9_]+)/g];
+  for (const file of readdirSync(src, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts') && f !== 'help.ts')) {
+    const text = readFileSync(path.join(src, file), 'utf8');
+    for (const re of patterns) for (const m of text.matchAll(re)) read.add(m[1]);
+  }
+  assert.ok(read.size > 35, `found only ${[...read].join(' ')}`);
+  const r = await runBin('skua-ztunnel', ['--help']);
+  assert.equal(r.code, 0, r.stderr);
+  const missing = [...read].filter((name) => !new RegExp(`\\b${name}`).test(r.stdout));
+  assert.deepEqual(missing, [], 'variables read but not in --help');
+});
+
+test('skua-ztunnel: an unknown command is one line and exit 2; `version` prints the version', async () => {
+  const bad = await runBin('skua-ztunnel', ['frobnicate']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr.split('\n')[0], /^skua-ztunnel: unknown command "frobnicate"$/);
+  assert.doesNotMatch(bad.stderr, STACK_FRAME);
+  const v = await runBin('skua-ztunnel', ['version']);
+  assert.equal(v.code, 0);
+  assert.match(v.stdout, /^skua-ztunnel \d+\.\d+\.\d+\n$/);
+  const pod = await runBin('skua-ztunnel', ['cni-standin', '--pod', 'nonsense']);
+  assertOneLine(pod, 2, /^skua-ztunnel cni-standin: --pod "nonsense": expected namespace\/name\/service-account=NETNS$/);
+  const none = await runBin('skua-ztunnel', ['cni-standin']);
+  assertOneLine(none, 2, /^skua-ztunnel cni-standin: give at least one --pod, or --plugin-socket$/);
+  const plugin = await runBin('skua-ztunnel', ['cni-plugin']);
+  assertOneLine(plugin, 2, /^skua-ztunnel cni-plugin: give --pod namespace\/name\/service-account$/);
 });
 
 describe('start-up failures: one line that says what to do', { concurrency: 4, timeout: 120_000 }, () => {
@@ -132,7 +176,7 @@ describe('start-up failures: one line that says what to do', { concurrency: 4, t
     assertOneLine(await runBin('skua-controlplane', ['--istio', path.join(dir, 'nope')]), 2, /--istio .*nope: no such directory; create it or check the path/);
     assertOneLine(await runBin('skua-controlplane', ['--istio', dir, '--xds', '1']), 2, /Unknown option '--xds'/);
     assertOneLine(await runBin('skua-controlplane', ['serve']), 2, /unknown command "serve"/);
-    assertOneLine(await runBin('skua-controlplane', []), 2, /nothing to serve: give --istio DIR, --config-dir DIR or --mesh FILE/);
+    assertOneLine(await runBin('skua-controlplane', []), 2, /nothing to serve: give --istio DIR, --config-dir DIR, --mesh FILE or --ca-address HOST:PORT/);
     assertOneLine(await runBin('skua-controlplane', ['token', '--namespace', 'default']), 1, /--namespace and --service-account are required/);
   });
 });

@@ -2,7 +2,10 @@
 // on the debootstrap stand-in base (no registry here); `./dev demo --containers` on them: the compose
 // mesh brought up with Debian's podman-compose under a project of its own, the demo's checks
 // (requests across the sidecars with mTLS, plaintext refused, an AuthorizationPolicy denial, a live
-// edit of the Istio YAML) and load run against it, and taken down; then containers/kube/bookinfo-pod.yaml under `podman kube play` (istio-init's
+// edit of the Istio YAML) and load run against it, and taken down; the same with `--profile ambient`
+// (ztunnel, the CNI stand-in, a waypoint and ambient pods as well: HBONE with mTLS between the pods'
+// ztunnel listeners, plaintext refused by ztunnel, an L7 denial at the waypoint, a live route edit
+// there); then containers/kube/bookinfo-pod.yaml under `podman kube play` (istio-init's
 // capture rules, istio-proxy as 1337, inbound and outbound traffic captured and served); at the end
 // the test fails if a container, pod, volume, network or image of its own is left.
 // Skips (saying why) only where podman cannot run: not root, or no podman and no Docker engine.
@@ -11,7 +14,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { pickEngine, engineEnv, run } from '../containers/lib/engine.ts';
 import { buildImages, removeImages } from '../containers/lib/compose-mesh.ts';
-import { MESH_CHECKS } from '../containers/lib/mesh-checks.ts';
+import { MESH_CHECKS, type MeshCheck } from '../containers/lib/mesh-checks.ts';
+import { AMBIENT_CHECKS } from '../containers/lib/ambient-checks.ts';
 import { PRODUCTPAGE_IP, kubeDown, kubePlay, type KubePod } from '../containers/lib/kube-pod.ts';
 import { freePort } from './lib/proxy.ts';
 
@@ -21,8 +25,8 @@ if (skip) console.log(`# skipping container tests: ${skip}`);
 const engine = 'engine' in picked ? picked.engine : 'podman';
 const env = engineEnv(engine);
 const tag = `test${process.pid}`;
-/** The compose project `./dev demo --containers --image-tag <tag>` uses. */
-const project = `skua-demo-${tag}`;
+/** The compose projects `./dev demo --containers [--profile ambient] --image-tag <tag>` use. */
+const projects = [`skua-demo-${tag}`, `skua-demo-ambient-${tag}`];
 const BODY_BYTES = 100_000;
 
 /** What the app in the kube pod sends to the productpage Service: a POST of BODY_BYTES, via its sidecar. */
@@ -54,18 +58,19 @@ describe('containers', { skip, timeout: 30 * 60_000 }, () => {
 
   before(async () => {
     const t0 = performance.now();
-    images = await buildImages({ engine, project, tag, ingressPort: 0, standin: engine === 'podman', log: (l) => console.log(`# ${l}`) });
+    images = await buildImages({ engine, project: projects[0], tag, ingressPort: 0, standin: engine === 'podman', log: (l) => console.log(`# ${l}`) });
     console.log(`# images built in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   });
 
   after(async () => {
     assert.deepEqual(await removeImages(engine, images), [], 'image removal');
-    const left = await run(engine, ['ps', '-a', '--filter', `label=com.docker.compose.project=${project}`, '--format', '{{.Names}}'], { env });
-    assert.equal(left.stdout.trim(), '', 'containers left behind');
+    const ours = (name: string): boolean => projects.some((p) => name.startsWith(`${p}_`) || name.startsWith(`${p}-`));
+    const left = await run(engine, ['ps', '-a', '--format', '{{.Names}}'], { env });
+    assert.deepEqual(left.stdout.split('\n').filter(ours), [], 'containers left behind');
     const vols = await run(engine, ['volume', 'ls', '--format', '{{.Name}}'], { env });
-    assert.deepEqual(vols.stdout.split('\n').filter((v) => v.startsWith(project)), [], 'volumes left behind');
+    assert.deepEqual(vols.stdout.split('\n').filter(ours), [], 'volumes left behind');
     const nets = await run(engine, ['network', 'ls', '--format', '{{.Name}}'], { env });
-    assert.deepEqual(nets.stdout.split('\n').filter((n) => n.startsWith(project)), [], 'networks left behind');
+    assert.deepEqual(nets.stdout.split('\n').filter(ours), [], 'networks left behind');
     const tagged = await run(engine, ['images', '--format', '{{.Repository}}:{{.Tag}}'], { env });
     assert.deepEqual(tagged.stdout.split('\n').filter((i) => i.endsWith(`:${tag}`)), [], 'images left behind');
   });
@@ -95,19 +100,34 @@ describe('containers', { skip, timeout: 30 * 60_000 }, () => {
     console.log(`# ${lines.join('\n# ')}`);
   });
 
-  // `./dev demo --containers` as a user runs it, on the images built above: compose up, every check
-  // (mTLS identity, STRICT plaintext refused, AuthorizationPolicy denial, live edit), load through
-  // the ingress gateway, compose down.
-  test('./dev demo --containers: the compose mesh passes the demo\'s checks and load', async () => {
+  /** `./dev demo --containers ...args` as a user runs it, on the images built above; asserts every check passed and the mesh went down. */
+  async function demo(label: string, args: readonly string[], checks: readonly MeshCheck[]): Promise<string> {
     const t0 = performance.now();
-    const r = await run(process.execPath, ['demo/run.ts', '--containers', '--image-tag', tag, '--ingress-port', String(await freePort()), '--duration', '3', '--connections', '4'],
-      { env, timeoutMs: 12 * 60_000, echo: (l) => console.log(`# ${l}`) });
-    console.log(`# ./dev demo --containers (images built): ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    const r = await run(process.execPath, ['demo/run.ts', '--containers', '--image-tag', tag, '--ingress-port', String(await freePort()), '--duration', '3', '--connections', '4', ...args],
+      { env, timeoutMs: 15 * 60_000, echo: (l) => console.log(`# ${l}`) });
+    console.log(`# ${label} (images built): ${((performance.now() - t0) / 1000).toFixed(0)} s`);
     assert.equal(r.code, 0, r.stderr.slice(-2000));
     const lines = r.stdout.split('\n');
-    for (const check of MESH_CHECKS) assert.ok(lines.some((l) => l.startsWith('  ok    ') && l.slice(8).startsWith(`${check.name} `)), `check not passed: ${check.name}`);
-    assert.match(r.stdout, new RegExp(`^OK: ${MESH_CHECKS.length} checks passed, [1-9]\\d* requests, no failures$`, 'm'));
+    for (const check of checks) assert.ok(lines.some((l) => l.startsWith('  ok    ') && l.slice(8).startsWith(`${check.name} `)), `check not passed: ${check.name}`);
+    assert.match(r.stdout, new RegExp(`^OK: ${checks.length} checks passed, [1-9]\\d* requests, no failures$`, 'm'));
     assert.match(r.stdout, /^the mesh is down$/m);
+    return r.stdout;
+  }
+
+  // compose up (the default profile: the sidecar mesh only), every check (mTLS identity, STRICT
+  // plaintext refused, AuthorizationPolicy denial, live edit), load through the ingress gateway, compose down.
+  test('./dev demo --containers: the compose mesh passes the demo\'s checks and load', async () => {
+    const out = await demo('./dev demo --containers', [], MESH_CHECKS);
+    const containers = /^ {2}(\d+) containers \(profile default\): (.*)$/m.exec(out);
+    assert.ok(containers, 'the demo names the containers it started');
+    assert.equal(containers[1], '18', containers[2]);
+    assert.doesNotMatch(containers[2], /ambient|ztunnel|waypoint|istio-cni/, 'the default profile is the sidecar mesh only');
+  });
+
+  // The same with the ambient profile: the sidecar mesh's checks still pass beside it, and ambient's own.
+  test('./dev demo --containers --profile ambient: ztunnel, the CNI stand-in and a waypoint pass the ambient checks', async () => {
+    const out = await demo('./dev demo --containers --profile ambient', ['--profile', 'ambient'], [...MESH_CHECKS, ...AMBIENT_CHECKS]);
+    assert.match(out, /^ {2}32 containers \(profile ambient\): .*\bistio-cni istio-ingressgateway istiod kube kube-ambient\b.*\bwaypoint ztunnel$/m);
   });
 
   describe('podman kube play: an Istio-injected pod', { skip: engine !== 'podman' ? 'kube play is podman\'s' : false }, () => {

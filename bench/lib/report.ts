@@ -90,7 +90,7 @@ export function checkAcceptance(results: ScenarioResult[]): CheckOutcome[] {
 }
 
 export function checkLine(c: CheckOutcome): string {
-  return `${c.status.padEnd(4)}  ${c.name}  (${c.detail}, need ${c.goal ?? `>= ${c.min}`})`;
+  return `${c.status.padEnd(4)}  ${c.name}  (${c.detail}, ${c.need ?? `need >= ${c.min}`})`;
 }
 
 export function fileStamp(d: Date): string {
@@ -105,7 +105,7 @@ export function writeJsonFile(file: string, value: unknown): string {
 
 export function writeJson(dir: string, res: ScenarioResult, env: Record<string, string>, checks: CheckOutcome[]): string {
   const file = path.join(dir, `${res.scenario}-${fileStamp(new Date(res.startedAt))}.json`);
-  const mine = checks.filter((c) => ACCEPTANCE.some((a) => a.name === c.name && a.scenario === res.scenario));
+  const mine = checks.filter((c) => ACCEPTANCE.some((a) => a.name === c.name && a.scenario === res.scenario) || c.name.startsWith(`${res.scenario} `));
   return writeJsonFile(file, { ...res, env, acceptance: mine });
 }
 

@@ -31,6 +31,8 @@ export interface Options {
   builds: SkuaBuild[];
   /** EDS clusters pushed by the xds-scale scenario. */
   xdsClusters: number;
+  /** xds-scale: a git ref whose build runs side by side with the working tree's (before / after). */
+  skuaBefore: string | undefined;
   /** Exit 1 when an acceptance check fails. */
   strict: boolean;
 }
@@ -87,6 +89,6 @@ export interface CheckOutcome {
   ratio?: number;
   min: number;
   detail: string;
-  /** How the goal reads when it is not `>= min` (e.g. "<= 25 MB"). */
-  goal?: string;
+  /** What passing takes, when it is not `ratio >= min` (e.g. `need <= 50`). */
+  need?: string;
 }

@@ -11,16 +11,23 @@
  *   longest task   the longest synchronous task of any proxy thread during the push by that thread's
  *                  CPU time (tools/loop-monitor.ts, preloaded): what a busy machine does not inflate;
  *                  and how many tasks took over 50 ms
+ *   loop gap wall  the longest time any proxy thread's loop did not come round, in wall time, seen
+ *                  from inside the proxy: a task, a GC pause, or the thread waiting for a CPU
+ *   GC pause       the longest GC pause of any proxy thread during the push (PerformanceObserver 'gc')
+ *   CPU s          the proxy's CPU time (all threads, utime + stime) during the push
  *   p99 idle/push  the probe's p99 in a 5 s idle window before the push, and during the push
  *   RSS MB         after the push settled (1 or 2 workers), and after shrinking to one cluster (after the GC below)
  *   heap MB        V8 heap in use after a full GC, summed over the proxy's threads (what is retained)
  *   assignments    ClusterLoadAssignments in /config_dump?include_eds after the shrink
+ * Acceptance (issue 16): per row of the build under test, the longest block ≤ 50 ms and p99 during the
+ * push ≤ 2× idle p99. `--skua-before REF` runs a git ref's build too, each flavour before and after
+ * side by side (rows marked "before"); checks apply to the build under test only.
  * For profiling: XDS_SCALE_ONLY=delta-1|delta-2|sotw-1 runs one row; XDS_SCALE_NODE_ARGS adds node flags to
  * the proxy (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
  */
 import http from 'node:http';
 import path from 'node:path';
-import { writeFileSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { writeFileSync, mkdirSync } from 'node:fs';
 import { AdsServer } from '../../packages/controlplane/src/ads/server.ts';
 import { Snapshot } from '../../packages/controlplane/src/ads/snapshot.ts';
 import { groupOf } from '../../packages/controlplane/src/files.ts';
@@ -30,7 +37,10 @@ import { startProcess, stopProcess, type Proc } from '../lib/procs.ts';
 import { freePort, HOST, httpGet, waitForReady } from '../lib/net.ts';
 import { meshResources, svcHost } from '../lib/mesh-resources.ts';
 import { REPO_ROOT } from '../lib/targets.ts';
-import type { Column, Options, Row, ScenarioResult } from '../lib/types.ts';
+import { skuaEntryForRef } from '../lib/refs.ts';
+import { cpuMs, rssMb } from '../lib/proc-stats.ts';
+import { pausesIn, retainedHeap, tasksIn } from '../lib/monitor-files.ts';
+import type { CheckOutcome, Column, Options, Row, ScenarioResult } from '../lib/types.ts';
 
 type Json = Record<string, unknown>;
 const HCM = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
@@ -40,12 +50,20 @@ const PROBE_RPS = 200;
 const PROBE_CONNECTIONS = 8;
 const IDLE_MS = 5000;
 const PUSH_LIMIT_MS = 600_000;
+/** Issue 16's goals for the push. */
+const MAX_BLOCK_MS = 50;
+const MAX_P99_RATIO = 2;
+/** Rows of the `--skua-before` build start with this. */
+const BEFORE = 'before';
 
 const COLUMNS: Column[] = [
   { key: 'pushS', title: 'push s', digits: 1, better: 'lower' },
   { key: 'maxBlockMs', title: 'max block ms', digits: 0, better: 'lower' },
   { key: 'longestTaskMs', title: 'longest task CPU ms', digits: 0, better: 'lower' },
   { key: 'tasksOver50', title: 'tasks > 50 ms CPU', digits: 0, better: 'lower' },
+  { key: 'loopGapWallMs', title: 'loop gap wall ms', digits: 0, better: 'lower' },
+  { key: 'gcLongestMs', title: 'longest GC pause ms', digits: 0, better: 'lower' },
+  { key: 'cpuPushS', title: 'CPU s', digits: 1, better: 'lower' },
   { key: 'p99IdleMs', title: 'p99 idle ms', digits: 1, better: 'lower' },
   { key: 'p99PushMs', title: 'p99 push ms', digits: 1, better: 'lower' },
   { key: 'probeErrors', title: 'probe errors', digits: 0, better: 'lower' },
@@ -58,11 +76,6 @@ const COLUMNS: Column[] = [
 
 const epoch = (): number => performance.timeOrigin + performance.now();
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-function rssMb(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
 
 function quantile(sorted: readonly number[], q: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : NaN;
@@ -135,39 +148,17 @@ async function edsAssignments(adminPort: number): Promise<number> {
   return ((eds?.dynamic_endpoint_configs as unknown[] | undefined) ?? []).length;
 }
 
-/** Tasks (thread CPU ms) the loop monitor saw in each thread of `pid` that ended within [from, to]: all sorted, and each thread's longest. */
-function tasksIn(dir: string, pid: number, from: number, to: number): { all: number[]; longest: string } {
-  const all: number[] = [];
-  const longest: string[] = [];
-  for (const f of readdirSync(dir).sort()) {
-    if (!f.startsWith(`loop-${pid}-`)) continue;
-    const mine = (JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as Array<[number, number, number]>).filter(([end]) => end >= from && end <= to).map(([, cpu]) => cpu);
-    all.push(...mine);
-    longest.push(`thread ${f.slice(`loop-${pid}-`.length, -'.json'.length)}: ${Math.max(0, ...mine).toFixed(0)} ms`);
-  }
-  return { all: all.sort((a, b) => a - b), longest: longest.join(', ') };
-}
-
-/** V8 heap in use after a full GC in every thread of the proxy (tools/loop-monitor.ts), in MB. */
-async function retainedHeapMb(dir: string, pid: number, threads: number, token: string): Promise<number> {
-  writeFileSync(path.join(dir, `gc-${pid}`), token);
-  const prefix = `heap-${pid}-`;
-  await until(`a heap reading from ${threads} threads`, async () => readdirSync(dir).filter((f) => f.startsWith(prefix) && f.endsWith(`-${token}`)).length >= threads, 30_000, 200);
-  let bytes = 0;
-  for (const f of readdirSync(dir)) if (f.startsWith(prefix) && f.endsWith(`-${token}`)) bytes += Number(readFileSync(path.join(dir, f), 'utf8'));
-  return bytes / 2 ** 20;
-}
-
 interface Flavour { readonly delta: boolean; readonly workers: number }
 
-async function runOne(f: Flavour, n: number, skuaMain: string, dir: string, small: ResourceGroup, big: ResourceGroup,
+/** `build` is '' for the build under test, else the git ref of the `--skua-before` build. */
+async function runOne(f: Flavour, n: number, skuaMain: string, build: string, dir: string, small: ResourceGroup, big: ResourceGroup,
   snapshot: Snapshot, adsPort: number, listenerPort: number): Promise<Row> {
-  const label = `skua-proxy, ${n.toLocaleString('en-US')} EDS clusters, ${f.delta ? 'Delta' : 'SotW'}, ${f.workers} worker${f.workers > 1 ? 's' : ''}`;
+  const label = `${build ? `${BEFORE} (${build}): ` : ''}skua-proxy, ${n.toLocaleString('en-US')} EDS clusters, ${f.delta ? 'Delta' : 'SotW'}, ${f.workers} worker${f.workers > 1 ? 's' : ''}`;
   snapshot.set([small]);
   const adminPort = await freePort(), probePort = await freePort();
   const file = path.join(dir, `xds-scale-${f.delta ? 'delta' : 'sotw'}-${f.workers}.json`);
   writeFileSync(file, JSON.stringify(bootstrap(adminPort, probePort, adsPort, f.delta)));
-  const monitorDir = path.join(dir, `loop-${f.delta ? 'delta' : 'sotw'}-${f.workers}`);
+  const monitorDir = path.join(dir, `loop-${f.delta ? 'delta' : 'sotw'}-${f.workers}${build ? '-before' : ''}`);
   mkdirSync(monitorDir, { recursive: true });
   const proxy = startProcess('skua-proxy', process.execPath, [...(process.env.XDS_SCALE_NODE_ARGS ?? '').split(' ').filter(Boolean), '--expose-gc', '--import', path.join(REPO_ROOT, 'bench/tools/loop-monitor.ts'), path.resolve(REPO_ROOT, skuaMain),
     '-c', file, '-l', 'warn', '--concurrency', String(f.workers)], { cwd: REPO_ROOT, env: { LOOP_MONITOR_DIR: monitorDir } });
@@ -180,16 +171,19 @@ async function runOne(f: Flavour, n: number, skuaMain: string, dir: string, smal
     const idleFrom = epoch();
     await sleep(IDLE_MS);
     const pushFrom = epoch();
+    const cpuFrom = cpuMs(proxy.pid);
     snapshot.set([big]);
     await until(`${last} to answer after the push`, async () => (await answers(listenerPort, last)) === 200, PUSH_LIMIT_MS);
     const pushTo = epoch();
+    const cpuPushS = (cpuMs(proxy.pid) - cpuFrom) / 1000;
     progress('xds-scale', `${label}: pushed in ${((pushTo - pushFrom) / 1000).toFixed(1)} s`);
     await sleep(3000);
     const tasks = tasksIn(monitorDir, proxy.pid, pushFrom, pushTo + 500);
+    const pauses = pausesIn(monitorDir, proxy.pid, pushFrom, pushTo + 500);
     const rssPushMb = rssMb(proxy.pid);
     const active = await activeClusters(adminPort);
     await stopProcess(probe, 10_000);
-    const heapPushMb = await retainedHeapMb(monitorDir, proxy.pid, f.workers, 'push');
+    const heapPushMb = (await retainedHeap(monitorDir, proxy.pid, f.workers, 'push')).usedMb;
     const samples = JSON.parse(probe.stdout.trim().split('\n').at(-1) || '[]') as Array<[number, number, number]>;
     probe = undefined;
     snapshot.set([small]);
@@ -201,7 +195,7 @@ async function runOne(f: Flavour, n: number, skuaMain: string, dir: string, smal
     await sleep(10_000);
     const activeAfterShrink = await statValue(adminPort, 'cluster_manager.active_clusters');
     if (activeAfterShrink > 2 * f.workers) throw new Error(`${activeAfterShrink} clusters active over ${f.workers} threads after the shrink`);
-    const heapShrunkMb = await retainedHeapMb(monitorDir, proxy.pid, f.workers, 'shrunk');
+    const shrunk = await retainedHeap(monitorDir, proxy.pid, f.workers, 'shrunk');
     await sleep(2000);
     const rssShrunkMb = rssMb(proxy.pid);
     const assignments = await edsAssignments(adminPort);
@@ -210,11 +204,15 @@ async function runOne(f: Flavour, n: number, skuaMain: string, dir: string, smal
     const pushMs = push.map(([, ms]) => ms).sort((a, b) => a - b);
     const metrics = {
       pushS: (pushTo - pushFrom) / 1000, maxBlockMs: Math.max(0, (pushMs.at(-1) ?? NaN) - quantile(idle, 0.5)),
+      // What the machine alone did to the probe: the idle window's longest request over its p50.
+      maxBlockIdleMs: Math.max(0, (idle.at(-1) ?? NaN) - quantile(idle, 0.5)),
       longestTaskMs: tasks.all.at(-1) ?? 0, tasksOver50: tasks.all.filter((t) => t > 50).length,
+      loopGapWallMs: tasks.longestWallMs, gcLongestMs: pauses.longestMs, gcTotalMs: pauses.totalMs, cpuPushS,
       p99IdleMs: quantile(idle, 0.99), p99PushMs: quantile(pushMs, 0.99), probeErrors: push.filter(([, , s]) => s !== 200).length,
-      rssPushMb, rssShrunkMb, heapPushMb, heapShrunkMb, assignments, activeClustersAfterPush: active,
+      rssPushMb, rssShrunkMb, heapPushMb, heapShrunkMb: shrunk.usedMb, heapCommittedShrunkMb: shrunk.committedMb,
+      assignments, activeClustersAfterPush: active,
     };
-    progress('xds-scale', `${label}: max block ${metrics.maxBlockMs.toFixed(0)} ms, longest task ${metrics.longestTaskMs.toFixed(0)} ms CPU (${tasks.longest}), p99 ${metrics.p99IdleMs.toFixed(1)} → ${metrics.p99PushMs.toFixed(1)} ms, RSS ${rssPushMb.toFixed(0)} → ${rssShrunkMb.toFixed(0)} MB, ${assignments} assignments left`);
+    progress('xds-scale', `${label}: max block ${metrics.maxBlockMs.toFixed(0)} ms (idle ${metrics.maxBlockIdleMs.toFixed(0)}), longest task ${metrics.longestTaskMs.toFixed(0)} ms CPU (${tasks.longest}), loop gap ${tasks.longestWallMs.toFixed(0)} ms wall, longest GC pause ${pauses.longestMs.toFixed(0)} ms (${pauses.totalMs.toFixed(0)} ms in all), CPU ${cpuPushS.toFixed(1)} s, p99 ${metrics.p99IdleMs.toFixed(1)} → ${metrics.p99PushMs.toFixed(1)} ms, heap ${heapPushMb.toFixed(0)} → ${shrunk.usedMb.toFixed(0)} MB (committed ${shrunk.committedMb.toFixed(0)}), RSS ${rssPushMb.toFixed(0)} → ${rssShrunkMb.toFixed(0)} MB, ${assignments} assignments left`);
     return { target: 'skua', label, metrics, samples: pushMs };
   } catch (e) {
     return { target: 'skua', label, metrics: {}, error: `${(e as Error).message}\n${proxy.stderr.slice(-2000)}` };
@@ -240,18 +238,53 @@ export async function runXdsScale(opts: Options, tmpDir: string): Promise<Scenar
   const snapshot = new Snapshot();
   const ads = new AdsServer(snapshot);
   const adsPort = await ads.listen(`${HOST}:0`);
+  const before = opts.skuaBefore ? skuaEntryForRef(opts.skuaBefore, dir) : undefined;
   const rows: Row[] = [];
   try {
     for (const f of [{ delta: true, workers: 1 }, { delta: true, workers: 2 }, { delta: false, workers: 1 }].filter((x) => !process.env.XDS_SCALE_ONLY || process.env.XDS_SCALE_ONLY === `${x.delta ? 'delta' : 'sotw'}-${x.workers}`)) {
-      rows.push(await runOne(f, n, opts.skuaMain, dir, small, big, snapshot, adsPort, listenerPort));
+      if (before) rows.push(await runOne(f, n, before, opts.skuaBefore!, dir, small, big, snapshot, adsPort, listenerPort));
+      rows.push(await runOne(f, n, opts.skuaMain, '', dir, small, big, snapshot, adsPort, listenerPort));
     }
   } finally {
     await ads.close();
     backend.close();
   }
-  return {
+  const res: ScenarioResult = {
     scenario: 'xds-scale', title: `xDS at scale: ${n.toLocaleString('en-US')} EDS clusters pushed to a live proxy, then shrunk to one`,
     startedAt, seconds: (performance.now() - t0) / 1000, primary: 'maxBlockMs', columns: COLUMNS, rows,
-    settings: { clusters: n, probeRps: PROBE_RPS, probeConnections: PROBE_CONNECTIONS, idleMs: IDLE_MS, skua: opts.skuaMain },
+    settings: { clusters: n, probeRps: PROBE_RPS, probeConnections: PROBE_CONNECTIONS, idleMs: IDLE_MS, skua: opts.skuaMain, ...(opts.skuaBefore ? { skuaBefore: opts.skuaBefore } : {}) },
   };
+  xdsScaleChecks([res]).forEach((c, i) => { res.settings[`acceptance${i + 1}`] = `${c.status} ${c.name} (${c.detail})`; });
+  return res;
+}
+
+/**
+ * Issue 16's goals, per row of the build under test: no event-loop block over 50 ms during the push (as
+ * the probe saw it, in wall time; the detail adds the CPU-time view and what the idle machine alone
+ * did), and p99 during the push within 2× of idle.
+ */
+export function xdsScaleChecks(results: readonly ScenarioResult[]): CheckOutcome[] {
+  const res = results.find((r) => r.scenario === 'xds-scale');
+  if (!res) return [];
+  const out: CheckOutcome[] = [];
+  for (const row of res.rows.filter((r) => !r.label.startsWith(BEFORE))) {
+    const block = `xds-scale ${row.label}: longest block during the push <= ${MAX_BLOCK_MS} ms`;
+    const p99 = `xds-scale ${row.label}: p99 during the push <= ${MAX_P99_RATIO}x idle`;
+    if (row.error) {
+      const detail = `failed: ${row.error.split('\n')[0]}`;
+      out.push({ name: block, status: 'FAIL', min: MAX_BLOCK_MS, detail }, { name: p99, status: 'FAIL', min: MAX_P99_RATIO, detail });
+      continue;
+    }
+    const m = row.metrics;
+    out.push({
+      name: block, status: m.maxBlockMs <= MAX_BLOCK_MS ? 'PASS' : 'FAIL', ratio: m.maxBlockMs, min: MAX_BLOCK_MS, need: `need <= ${MAX_BLOCK_MS}`,
+      detail: `${m.maxBlockMs.toFixed(0)} ms wall as the probe saw it (the idle window alone: ${m.maxBlockIdleMs.toFixed(0)} ms); inside the proxy: longest loop gap ${m.loopGapWallMs.toFixed(0)} ms wall, longest task ${m.longestTaskMs.toFixed(0)} ms CPU (${m.tasksOver50} over 50), longest GC pause ${m.gcLongestMs.toFixed(0)} ms`,
+    });
+    const ratio = m.p99PushMs / m.p99IdleMs;
+    out.push({
+      name: p99, status: ratio <= MAX_P99_RATIO && m.probeErrors === 0 ? 'PASS' : 'FAIL', ratio, min: MAX_P99_RATIO, need: `need <= ${MAX_P99_RATIO}`,
+      detail: `p99 ${m.p99IdleMs.toFixed(1)} → ${m.p99PushMs.toFixed(1)} ms = ${ratio.toFixed(2)}x${m.probeErrors ? `, ${m.probeErrors} probe errors` : ''}`,
+    });
+  }
+  return out;
 }

@@ -50,7 +50,7 @@ function nodePid(wrapperPid: number): number {
 }
 
 async function main(): Promise<void> {
-  const c = new ZtunnelCluster(2, 6, true);
+  const c = new ZtunnelCluster(2, 6, 'with-xds');
   const out: Json = { date: new Date().toISOString(), command: `node bench/tools/ztunnel-pair.ts ${process.argv.slice(2).join(' ')}`.trim(), mb: MB, runs: RUNS, loadavgAtStart: loadavg() };
   try {
     const pods: PodDef[] = [

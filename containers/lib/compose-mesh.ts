@@ -1,8 +1,9 @@
 /**
  * compose.yaml's mesh driven from Node, for test/containers-mesh.test.ts and `./dev demo --containers`:
  * build the images (on the stand-in base where podman has no registry), bring the mesh up under its
- * own project name, tag and ingress port, wait until it serves, and take everything down again
- * (containers, volumes, the network; then the images this run built).
+ * own project name, tag and ingress port — the default profile (the sidecar mesh) or with the
+ * `ambient` profile too — wait until it serves, and take everything down again (containers,
+ * volumes, the network; then the images this run built).
  */
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,12 +14,18 @@ import { ensureStandinImages, type StandinImages } from '../base/standin.ts';
 const SHIM = path.join(CONTAINERS_DIR, 'podman-compose', 'podman');
 const COMPOSE_FILE = path.join(REPO_ROOT, 'compose.yaml');
 export const SIDECAR_PODS = ['productpage-v1', 'details-v1', 'reviews-v1', 'reviews-v2', 'ratings-v1'] as const;
+/** The ambient profile's pods: compose services `ambient-<pod>` (the app) and `ambient-<pod>-cni`. */
+export const AMBIENT_PODS = SIDECAR_PODS;
+
+export type Profile = 'default' | 'ambient';
 
 export interface MeshOptions {
   readonly engine: EngineName;
   readonly project: string;
   readonly tag: string;
   readonly ingressPort: number;
+  /** `ambient`: compose.yaml's ambient profile as well (COMPOSE_PROFILES=ambient). */
+  readonly profile?: Profile;
   /** Copy of containers/compose/istio the mesh reads (edits there change the running mesh). */
   readonly configDir?: string;
   /** Build on public images (false) or on the debootstrap stand-ins (podman without a registry). */
@@ -29,6 +36,8 @@ export interface MeshOptions {
 export interface ComposeMesh {
   readonly opts: MeshOptions;
   readonly configDir: string;
+  /** Copy of containers/compose/istio-ambient the ambient profile reads (SKUA_AMBIENT_CONFIG). */
+  readonly ambientConfigDir: string;
   compose(args: readonly string[], o?: RunOptions): Promise<RunResult>;
   /** Runs `node -e script` in a service's container (the app's, the sidecar's, kube's). */
   nodeIn(service: string, script: string): Promise<RunResult>;
@@ -46,17 +55,19 @@ async function imageIds(engine: EngineName): Promise<Set<string>> {
   return new Set(r.stdout.split('\n').map((s) => s.trim()).filter(Boolean));
 }
 
-function composeEnv(o: MeshOptions, configDir: string, base?: StandinImages): Record<string, string> {
-  const vars: Record<string, string> = { SKUA_IMAGE_TAG: o.tag, SKUA_INGRESS_PORT: String(o.ingressPort), SKUA_MESH_CONFIG: configDir };
+/** COMPOSE_PROFILES (docker compose reads it; so does containers/podman-compose/podman for 1.0.3). */
+function composeEnv(o: MeshOptions, dirs: { config: string; ambient: string }, profiles: string, base?: StandinImages): Record<string, string> {
+  const vars: Record<string, string> = {
+    SKUA_IMAGE_TAG: o.tag, SKUA_INGRESS_PORT: String(o.ingressPort), SKUA_MESH_CONFIG: dirs.config, SKUA_AMBIENT_CONFIG: dirs.ambient, COMPOSE_PROFILES: profiles,
+  };
   if (base) { vars.SKUA_NODE_IMAGE = base.slim; vars.SKUA_NODE_BUILD_IMAGE = base.build; }
   return engineEnv(o.engine, vars);
 }
 
-/** compose.yaml's images, by the name they get with tag `tag`. */
-export const imageNames = (tag: string): string[] => ['proxy', 'controlplane', 'demo-apps'].map((n) => `skua/${n}:${tag}`);
+const SOURCE_DIRS = { config: path.join(CONTAINERS_DIR, 'compose', 'istio'), ambient: path.join(CONTAINERS_DIR, 'compose', 'istio-ambient') };
 
-/** The ztunnel image: the Dockerfile's `ztunnel` target (no compose service uses it until the ambient profile exists). */
-export const ztunnelImage = (tag: string): string => `skua/ztunnel:${tag}`;
+/** compose.yaml's images (both profiles), by the name they get with tag `tag`. */
+export const imageNames = (tag: string): string[] => ['proxy', 'controlplane', 'demo-apps', 'ztunnel'].map((n) => `skua/${n}:${tag}`);
 
 /**
  * Builds compose.yaml's images (imageNames) tagged `o.tag`, on the stand-in base when asked; returns
@@ -67,16 +78,14 @@ export async function buildImages(o: MeshOptions): Promise<string[]> {
   const base = o.standin ? await ensureStandinImages(o.log) : undefined;
   o.log?.(`building images (tag ${o.tag})`);
   const { cmd, args } = composeArgv(o);
-  // niced: the build is the heaviest part, and the other test files share the machine's cores.
-  const built = await run('nice', ['-n', '10', cmd, ...args, 'build'], { env: composeEnv(o, path.join(CONTAINERS_DIR, 'compose', 'istio'), base), timeoutMs: 15 * 60_000 });
+  // niced: the build is the heaviest part, and the other test files share the machine's cores. Every
+  // profile's images (the ambient profile's ztunnel service builds skua/ztunnel), whichever runs later.
+  const built = await run('nice', ['-n', '10', cmd, ...args, 'build'], { env: composeEnv(o, SOURCE_DIRS, 'ambient', base), timeoutMs: 15 * 60_000 });
   // The names first: a cached build may add no new id at all.
-  const zt = built.code === 0 ? await run('nice', ['-n', '10', o.engine, 'build', '--target', 'ztunnel', '-t', ztunnelImage(o.tag),
-    ...(base ? ['--build-arg', `NODE_IMAGE=${base.slim}`, '--build-arg', `NODE_BUILD_IMAGE=${base.build}`] : []), '-f', path.join(REPO_ROOT, 'Dockerfile'), REPO_ROOT],
-  { env: engineEnv(o.engine), timeoutMs: 15 * 60_000 }) : built;
-  const added = [...imageNames(o.tag), ztunnelImage(o.tag), ...[...await imageIds(o.engine)].filter((id) => !before.has(id))];
-  if (built.code !== 0 || zt.code !== 0) {
+  const added = [...imageNames(o.tag), ...[...await imageIds(o.engine)].filter((id) => !before.has(id))];
+  if (built.code !== 0) {
     await removeImages(o.engine, added);
-    throw new Error(`image build failed:\n${built.stdout.slice(-3000)}\n${built.stderr.slice(-3000)}\n${zt.stdout.slice(-2000)}\n${zt.stderr.slice(-2000)}`);
+    throw new Error(`image build failed:\n${built.stdout.slice(-3000)}\n${built.stderr.slice(-3000)}`);
   }
   return added;
 }
@@ -84,11 +93,13 @@ export async function buildImages(o: MeshOptions): Promise<string[]> {
 /** Starts the mesh from images buildImages made; on failure takes down what started and rethrows. */
 export async function meshUp(o: MeshOptions): Promise<ComposeMesh> {
   const configDir = o.configDir ?? mkdtempSync(path.join(tmpdir(), 'skua-mesh-config-'));
-  if (!o.configDir) cpSync(path.join(CONTAINERS_DIR, 'compose', 'istio'), configDir, { recursive: true });
-  const env = composeEnv(o, configDir);
+  if (!o.configDir) cpSync(SOURCE_DIRS.config, configDir, { recursive: true });
+  const ambientConfigDir = mkdtempSync(path.join(tmpdir(), 'skua-mesh-ambient-'));
+  cpSync(SOURCE_DIRS.ambient, ambientConfigDir, { recursive: true });
+  const env = composeEnv(o, { config: configDir, ambient: ambientConfigDir }, o.profile === 'ambient' ? 'ambient' : '');
   const { cmd, args } = composeArgv(o);
   const mesh: ComposeMesh = {
-    opts: o, configDir,
+    opts: o, configDir, ambientConfigDir,
     compose: (a, ro = {}) => run(cmd, [...args, ...a], { env, timeoutMs: 15 * 60_000, ...ro }),
     container: (service) => (o.engine === 'podman' ? `${o.project}_${service}_1` : `${o.project}-${service}-1`),
     nodeIn: (service, script) => run(o.engine, ['exec', mesh.container(service), 'node', '-e', script], { env, timeoutMs: 60_000 }),
@@ -100,6 +111,9 @@ export async function meshUp(o: MeshOptions): Promise<ComposeMesh> {
     await meshDown(mesh);
     throw new Error(`compose up failed:\n${up.stdout.slice(-3000)}\n${up.stderr.slice(-3000)}`);
   }
+  const names = await run(o.engine, ['ps', '-a', '--filter', `label=com.docker.compose.project=${o.project}`, '--format', '{{.Names}}'], { env });
+  const services = names.stdout.split('\n').filter(Boolean).map((n) => n.slice(o.project.length + 1).replace(/[_-]1$/, '')).sort();
+  o.log?.(`${services.length} containers (profile ${o.profile ?? 'default'}): ${services.join(' ')}`);
   return mesh;
 }
 
@@ -155,6 +169,7 @@ export async function meshDown(mesh: ComposeMesh): Promise<string[]> {
     }
   }
   if (!mesh.opts.configDir) rmSync(mesh.configDir, { recursive: true, force: true });
+  rmSync(mesh.ambientConfigDir, { recursive: true, force: true });
   return problems;
 }
 

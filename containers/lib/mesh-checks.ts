@@ -13,11 +13,12 @@ export interface MeshCheck { readonly name: string; run(mesh: ComposeMesh): Prom
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** `fetch(url)` inside a container: `<status> <body>` on stdout, or `ERR <code>` when the request fails. */
-const FETCH = (url: string): string =>
-  `fetch(${JSON.stringify(url)}, { signal: AbortSignal.timeout(10000) }).then(async (r) => console.log(r.status + ' ' + await r.text()), (e) => console.log('ERR ' + (e.cause?.code ?? e.name)))`;
+const FETCH = (url: string, method: string): string =>
+  `fetch(${JSON.stringify(url)}, { method: ${JSON.stringify(method)}, signal: AbortSignal.timeout(10000) }).then(async (r) => console.log(r.status + ' ' + await r.text()), (e) => console.log('ERR ' + (e.cause?.code ?? e.name)))`;
 
-async function fetchIn(mesh: ComposeMesh, service: string, url: string): Promise<{ status: number | 'ERR'; body: string }> {
-  const r = await mesh.nodeIn(service, FETCH(url));
+/** A request from inside a service's container (its app: through the pod's capture). */
+export async function fetchIn(mesh: ComposeMesh, service: string, url: string, method = 'GET'): Promise<{ status: number | 'ERR'; body: string }> {
+  const r = await mesh.nodeIn(service, FETCH(url, method));
   if (r.code !== 0) throw new Error(`node in ${service}: ${r.stderr.trim().slice(-300)}`);
   const out = r.stdout.trim();
   const sp = out.indexOf(' ');
@@ -74,37 +75,42 @@ export const MESH_CHECKS: readonly MeshCheck[] = [
   },
   {
     name: 'live edit: reviews.yaml subset v1 → v2',
-    async run(mesh) {
-      const file = path.join(mesh.configDir, 'reviews.yaml');
-      const before = readFileSync(file, 'utf8');
-      writeFileSync(file, before.replace('subset: v1 }', 'subset: v2 }'));
-      const t0 = Date.now();
-      try {
-        let last = '';
-        while (Date.now() - t0 < 60_000) {
-          const body = await page(mesh);
-          last = version(body);
-          if (last === 'v2') {
-            // Ten pages in a row from v2, each with ratings' stars (reviews-v2 → ratings, allowed).
-            for (let i = 0; i < 10; i++) {
-              const b = await page(mesh);
-              if (version(b) !== 'v2' || !b.includes('★')) throw new Error(`page ${i} after the switch: reviews-${version(b)}, stars ${b.includes('★')}`);
-            }
-            return `reviews-v2 with stars after ${((Date.now() - t0) / 1000).toFixed(1)} s, 10 of 10 pages`;
-          }
-          await sleep(500);
-        }
-        throw new Error(`still reviews-${last} 60 s after the edit`);
-      } finally {
-        writeFileSync(file, before);
-      }
-    },
+    run: (mesh) => liveEditToV2(path.join(mesh.configDir, 'reviews.yaml'), () => page(mesh)),
   },
 ];
 
-export async function runMeshChecks(mesh: ComposeMesh): Promise<Array<{ name: string; ok: boolean; detail: string }>> {
+/**
+ * Edits reviews' route in `file` (subset v1 → v2) while the mesh runs, then loads pages until one is
+ * from reviews-v2, and ten more in a row, each with ratings' stars (reviews-v2 → ratings); puts the
+ * file back either way.
+ */
+export async function liveEditToV2(file: string, load: () => Promise<string>): Promise<string> {
+  const before = readFileSync(file, 'utf8');
+  if (!before.includes('subset: v1 }')) throw new Error(`${file} has no "subset: v1 }" to edit`);
+  writeFileSync(file, before.replace('subset: v1 }', 'subset: v2 }'));
+  const t0 = Date.now();
+  try {
+    let last = '';
+    while (Date.now() - t0 < 60_000) {
+      last = version(await load());
+      if (last === 'v2') {
+        for (let i = 0; i < 10; i++) {
+          const b = await load();
+          if (version(b) !== 'v2' || !b.includes('★')) throw new Error(`page ${i} after the switch: reviews-${version(b)}, stars ${b.includes('★')}`);
+        }
+        return `reviews-v2 with stars after ${((Date.now() - t0) / 1000).toFixed(1)} s, 10 of 10 pages`;
+      }
+      await sleep(500);
+    }
+    throw new Error(`still reviews-${last} 60 s after the edit`);
+  } finally {
+    writeFileSync(file, before);
+  }
+}
+
+export async function runMeshChecks(mesh: ComposeMesh, checks: readonly MeshCheck[] = MESH_CHECKS): Promise<Array<{ name: string; ok: boolean; detail: string }>> {
   const out = [];
-  for (const c of MESH_CHECKS) {
+  for (const c of checks) {
     try { out.push({ name: c.name, ok: true, detail: await c.run(mesh) }); } catch (err) { out.push({ name: c.name, ok: false, detail: (err as Error).message }); }
   }
   return out;

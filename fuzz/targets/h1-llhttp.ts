@@ -4,6 +4,7 @@
  * accept but read the head or the body framing differently, the input is a finding unless a rule in
  * ./lib-llhttp-known.ts explains it (those are the places we differ on purpose; fuzz/README.md).
  */
+import { leadingEmptyLines } from '../../packages/proxy/src/http/h1/head-guard.ts';
 import { ChunkedDecoder, parseHeadText, type Head } from '../../packages/proxy/src/http/h1/parse.ts';
 import { llhttpParse, type LlhttpVerdict } from './lib-llhttp.ts';
 import { explain } from './lib-llhttp-known.ts';
@@ -21,7 +22,9 @@ export interface OurVerdict {
   body: 'none' | 'complete' | 'incomplete' | 'error';
 }
 
-export function ourParse(data: Buffer): OurVerdict {
+export function ourParse(input: Buffer): OurVerdict {
+  // H1Connection skips empty lines (CRLF) before a request line (RFC 9112 §2.2).
+  const data = input.subarray(leadingEmptyLines(input));
   const text = data.toString('latin1');
   const at = text.indexOf('\r\n\r\n');
   if (at < 0) return { head: 'incomplete', error: '', parsed: undefined, body: 'none' };
@@ -94,7 +97,8 @@ export function fuzz(data: Buffer): void {
   const theirs = llhttpParse(data);
   const d = compare(ours, theirs);
   if (!d) return;
-  const known = explain(d.kind, ours, theirs, data);
+  // The rules read the request as H1Connection does: after the empty lines it skips.
+  const known = explain(d.kind, ours, theirs, data.subarray(leadingEmptyLines(data)));
   if (known) return;
   if (EXPLORE) { appendFileSync(EXPLORE, JSON.stringify({ ...d, llhttp: theirs.error, input: data.toString('latin1').slice(0, 300) }) + '\n'); return; }
   fail(`parsers disagree (${d.kind})`, { detail: d.detail, llhttp: theirs.error, input: data.toString('latin1').slice(0, 500) });

@@ -4,6 +4,7 @@
  */
 import type { LlhttpVerdict } from './lib-llhttp.ts';
 import type { OurVerdict } from './h1-llhttp.ts';
+import { leadingEmptyLines } from '../../packages/proxy/src/http/h1/head-guard.ts';
 
 interface Rule {
   readonly name: string;
@@ -92,6 +93,9 @@ export const RULES: readonly Rule[] = [
   // RFC 9112 §3: request-line = method SP request-target SP HTTP-version, one SP each; we refuse more
   // (a proxy that splits differently from its upstream is a smuggling risk). llhttp skips extra spaces.
   { name: 'request-line-spaces', kind: 'we-refuse-head', matches: (o, _t, d) => o.error === 'bad-request' && /^[^ ]+ {2,}[^ ]|[^ ] {2,}HTTP\/\d\.\d$/.test(firstLine(d)) },
+  // RFC 9112 §2.2: empty lines before the request line are skipped as CRLF pairs (H1Connection does it);
+  // a bare CR or LF there is refused like bare line endings anywhere else. llhttp skips any CR and LF bytes.
+  { name: 'leading-bare-line-ending', kind: 'we-refuse-head', matches: (o, _t, d) => o.error === 'bad-request' && (d[leadingEmptyLines(d)] === 13 || d[leadingEmptyLines(d)] === 10) },
 ];
 
 /**
@@ -99,9 +103,6 @@ export const RULES: readonly Rule[] = [
  * does not stop on them, and fuzz/README.md lists them as open.
  */
 export const REPORTED: readonly Rule[] = [
-  // RFC 9112 §2.2: a server SHOULD ignore at least one empty line before the request-line; we answer 400
-  // (llhttp skips any leading CR and LF bytes).
-  { name: 'leading-empty-line', kind: 'we-refuse-head', matches: (o, _t, d) => o.error === 'bad-request' && (d[0] === 13 || d[0] === 10) },
   // RFC 9110 §6.5.1: framing fields have no meaning in trailers. We keep them as trailers; llhttp refuses the message.
   { name: 'trailer-framing-field', kind: 'we-accept-body', matches: (o, t) => /CONTENT_LENGTH|TRANSFER_ENCODING/.test(t.error) && o.body === 'complete' },
 ];

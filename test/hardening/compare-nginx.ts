@@ -4,6 +4,8 @@
 //
 //   node test/hardening/compare-nginx.ts            (needs nginx on PATH; ./dev setup installs it)
 //
+// The last recorded table is test/hardening/compare-nginx.md.
+//
 // A cell is the first status (or `close` / `open` when none came), `+close` when the connection then
 // closed, `+next` when the pipelined /next request was answered, `SMUGGLED` when the backend parsed a
 // request the vector hid in a body or behind an upgrade that the proxy did not route (it lacks the

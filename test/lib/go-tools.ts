@@ -1,11 +1,11 @@
-// The Go-built peers (h2spec, grpc-go's interop client and server): `./dev setup` builds them into
+// The Go-built peers (h2spec, grpc-go's interop client and server, the compose-spec loader): `./dev setup` builds them into
 // .tools/bin (scripts/go-tools.sh); a test run without that set-up builds them on first use.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { repoRoot } from './proxy.ts';
 import { run } from './client.ts';
 
-export type GoTool = 'h2spec' | 'grpc-interop-client' | 'grpc-interop-server';
+export type GoTool = 'h2spec' | 'grpc-interop-client' | 'grpc-interop-server' | 'compose-go';
 
 /** The tool's path, or why it is not available (the test then skips with that reason). */
 export async function goTool(name: GoTool): Promise<{ path: string } | { skip: string }> {

@@ -13,7 +13,8 @@ export const USAGE = `usage: skua-controlplane [--istio DIR] [--config-dir DIR] 
 export const HELP = `${USAGE}
 
 Serves Envoy xDS (ADS, SotW and Delta) to sidecars and gateways, WDS to ztunnels, and istiod's CA
-(IstioCertificateService) to workloads, from files it watches. At least one source is needed:
+(IstioCertificateService) to workloads, from files it watches. At least one source is needed — or,
+with none, --ca-address alone runs the CA only (no xDS), e.g. to take the CA down apart from WDS:
 
   --istio DIR             Istio and Kubernetes YAML (VirtualService, DestinationRule, Gateway, ...,
                           Services and Pods), translated as istiod does

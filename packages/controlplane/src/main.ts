@@ -78,7 +78,7 @@ async function serve(argv: string[]): Promise<number> {
   const dir = values['config-dir'];
   const meshFile = values.mesh;
   const istioDir = values.istio;
-  if (!dir && !meshFile && !istioDir) return fail('nothing to serve: give --istio DIR, --config-dir DIR or --mesh FILE', USAGE);
+  if (!dir && !meshFile && !istioDir && !values['ca-address']) return fail('nothing to serve: give --istio DIR, --config-dir DIR, --mesh FILE or --ca-address HOST:PORT', USAGE);
   const bad = dirArg('--istio', istioDir) ?? dirArg('--config-dir', dir) ?? dirArg('--cacerts', values.cacerts)
     ?? (meshFile && !existsSync(meshFile) ? `--mesh ${meshFile}: no such file; check the path` : undefined);
   if (bad) return fail(bad, '');

@@ -1,6 +1,7 @@
 /**
  * The serving part of skua-controlplane: sources (Istio YAML, resource files, the mesh file) into one
  * snapshot, ADS/WDS on the xDS address, the CA on its own address, all stopped on SIGTERM/SIGINT.
+ * With no source, only the CA runs (a CA process apart from the one serving xDS).
  */
 import { logger } from '@skua/proxy/core';
 import { CertificateAuthority } from './ca/authority.ts';
@@ -69,16 +70,18 @@ export async function startServing(o: ServeOptions): Promise<void> {
     line(`config: mesh ${o.meshFile!} ${problem ? 'kept' : 'applied'}, ${snapshot.resourceCount} resources`);
   });
   const closeSources = (): void => { files?.close(); mesh?.close(); istio?.close(); };
-  const server = new AdsServer(snapshot, line);
-  let port: number;
-  try {
-    port = await server.listen(o.xdsAddress);
-  } catch (err) {
-    closeSources();
-    throw err;
+  const server = files || mesh || istio ? new AdsServer(snapshot, line) : undefined;
+  if (server) {
+    let port: number;
+    try {
+      port = await server.listen(o.xdsAddress);
+    } catch (err) {
+      closeSources();
+      throw err;
+    }
+    const sources = [o.istioDir ? `istio ${o.istioDir}` : '', o.dir ? `from ${o.dir}` : '', o.meshFile ? `mesh ${o.meshFile}` : ''].filter(Boolean).join(', ');
+    line(`skua-controlplane: ADS on ${o.xdsAddress.replace(/:\d+$/, '')}:${port}, ${snapshot.resourceCount} resources ${sources}`);
   }
-  const sources = [o.istioDir ? `istio ${o.istioDir}` : '', o.dir ? `from ${o.dir}` : '', o.meshFile ? `mesh ${o.meshFile}` : ''].filter(Boolean).join(', ');
-  line(`skua-controlplane: ADS on ${o.xdsAddress.replace(/:\d+$/, '')}:${port}, ${snapshot.resourceCount} resources ${sources}`);
   let closeCa = async (): Promise<void> => {};
   if (o.caAddress) {
     try {
@@ -90,11 +93,11 @@ export async function startServing(o: ServeOptions): Promise<void> {
       line(`skua-controlplane: CA for ${ca.trustDomain} on ${o.caAddress.replace(/:\d+$/, '')}:${caServer.port}${o.stateDir ? `, state in ${o.stateDir}` : ' (keys in memory: no --state-dir)'}`);
     } catch (err) {
       closeSources();
-      await server.close();
+      await server?.close();
       throw err;
     }
   }
-  const stop = (): void => { closeSources(); void Promise.all([server.close(), closeCa()]).then(() => process.exit(0)); };
+  const stop = (): void => { closeSources(); void Promise.all([server?.close(), closeCa()]).then(() => process.exit(0)); };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
 }

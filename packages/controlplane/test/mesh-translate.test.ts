@@ -249,8 +249,9 @@ describe('the README example', () => {
       const doc = parse(yaml) as Json;
       (doc.mesh as Json).capture = capture;
       const out = translateMesh(parseMesh(doc));
-      assert.deepEqual([...out.sidecars.keys()], ['sidecar~10.244.0.21~reviews-v1-5d8f9c.default~default.svc.cluster.local']);
-      assert.equal(out.wds.length, 3);
+      assert.deepEqual([...out.sidecars.keys()], ['sidecar~10.244.0.21~reviews-v1-5d8f9c.default~default.svc.cluster.local', 'waypoint~10.244.0.40~reviews-waypoint.default~default.svc.cluster.local']);
+      // reviews and the waypoint's Service, their two pods, one policy.
+      assert.equal(out.wds.length, 5);
     }
   });
 });

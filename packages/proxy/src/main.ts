@@ -1,4 +1,5 @@
 import { HELP, parseProxyArgs, UsageError, USAGE } from './agent/cli.ts';
+import { runPilotProxy, runPilotWait } from './agent/commands.ts';
 import { compileBootstrap, loadBootstrapSource, type BootstrapConfig } from './config/bootstrap.ts';
 import { applyLogFlags, log } from './core/log.ts';
 import { explainError } from './core/explain-error.ts';
@@ -7,9 +8,8 @@ import { startWorkers } from './workers.ts';
 
 /** skua-proxy: pilot-agent's `proxy` / `wait` commands, istio-init's `istio-iptables`, or Envoy's command line over a bootstrap. */
 async function main(argv: string[]): Promise<number> {
-  // pilot-agent's commands (and prom-client, the DNS proxy, …) load only when asked for (issue 13).
-  if (argv[0] === 'proxy') return (await import('./agent/run-agent.ts')).runPilotProxy(argv.slice(1));
-  if (argv[0] === 'wait') return (await import('./agent/run-agent.ts')).runPilotWait(argv.slice(1));
+  if (argv[0] === 'proxy') return runPilotProxy(argv.slice(1));
+  if (argv[0] === 'wait') return runPilotWait(argv.slice(1));
   if (argv[0] === 'istio-iptables' || argv[0] === 'istio-clean-iptables') {
     const { runIstioIptables } = await import('./agent/iptables/command.ts');
     const io = { env: process.env, out: (s: string) => process.stdout.write(s), err: (s: string) => process.stderr.write(s) };

@@ -160,6 +160,7 @@ export class ProxyServer {
     // Workers apply the forwarded Workload updates too: each thread's peer lookups read its own index.
     if (this.bootstrap.extensions.workloadDiscovery) dynamic.setSink(TYPE_URL.workload, WORKLOAD_SINK);
     if (this.options.xdsFollower) { dynamic.fetchTimers.enabled = false; dynamic.retainConfig = false; return; }
+    dynamic.recordClusterChanges = this.onXdsUpdate !== undefined;
     this.applyUnknownFieldPolicy();
     dynamic.setSink(TYPE_URL.secret, { apply: (name, json) => { secrets.update(name, json); }, remove: (name) => secrets.remove(name) });
     for (const [typeUrl, sink] of this.options.xdsSinks ?? []) dynamic.setSink(typeUrl, sink);

@@ -4,10 +4,11 @@ import { compileBootstrap, loadBootstrapSource } from './config/bootstrap.ts';
 import { applyLogSettings, log, logSettings, type LogSettings } from './core/log.ts';
 import { ProxyServer, type ListenerDrain } from './server.ts';
 import type { ProxyArgs } from './agent/cli.ts';
-import { StatsStore, Scope, Histogram as HistogramClass, type Counter, type Gauge, type Histogram } from './stats/store.ts';
+import { StatsStore, Scope, Histogram as HistogramClass, type EachStat } from './stats/store.ts';
 import { labelledFamily, type FamilyKind } from './stats/labelled.ts';
 import { secrets } from './tls/secrets.ts';
 import { WorkerFeed } from './worker-feed.ts';
+import { receivedUpdate } from './xds/follower-updates.ts';
 
 type HistogramData = { buckets: number[]; count: number; sum: number };
 interface StatsValues {
@@ -22,28 +23,26 @@ interface StatsSnapshot extends StatsValues {
   families: Array<{ namespace: string; name: string; kind: FamilyKind; series: Array<{ names: string[]; values: string[]; value: number; hist?: HistogramData }> }>;
 }
 
-interface StatMaps { counters: Map<string, Counter>; gauges: Map<string, Gauge>; histograms: Map<string, Histogram> }
-
-function valuesOf(m: StatMaps): StatsValues {
-  return {
-    counters: [...m.counters].map(([k, c]) => [k, c.value]),
-    gauges: [...m.gauges].map(([k, g]) => [k, g.value]),
-    histograms: [...m.histograms].map(([k, h]) => [k, { buckets: [...h.buckets], count: h.count, sum: h.sum }]),
-  };
+function valuesOf(each: EachStat): StatsValues {
+  const v: StatsValues = { counters: [], gauges: [], histograms: [] };
+  each('counters', (k, c) => v.counters.push([k, c.value]));
+  each('gauges', (k, g) => v.gauges.push([k, g.value]));
+  each('histograms', (k, h) => v.histograms.push([k, { buckets: Array.from(h.buckets), count: h.count, sum: h.sum }]));
+  return v;
 }
 
 function snapshot(store: StatsStore): StatsSnapshot {
   return {
-    ...valuesOf(store),
+    ...valuesOf((kind, fn) => store.eachUnscoped(kind, fn)),
     groups: [...store.groups.values()].map((g) => ({
-      prefix: g.tags.prefix, base: g.tags.base, tags: g.tags.tags.map(([a, b]) => [a, b] as [string, string]), stats: valuesOf(g),
+      prefix: g.tags.prefix, base: g.tags.base, tags: g.tags.tags.map(([a, b]) => [a, b] as [string, string]), stats: valuesOf((kind, fn) => g.each(kind, fn)),
     })),
     families: [...store.families.values()].map((f) => ({
       namespace: f.namespace, name: f.name, kind: f.kind,
       series: [...f.series.values()].map((s) => {
         const m = s.metric;
         return m instanceof HistogramClass
-          ? { names: [...s.names], values: [...s.values], value: 0, hist: { buckets: [...m.buckets], count: m.count, sum: m.sum } }
+          ? { names: [...s.names], values: [...s.values], value: 0, hist: { buckets: Array.from(m.buckets), count: m.count, sum: m.sum } }
           : { names: [...s.names], values: [...s.values], value: m.value };
       }),
     })),
@@ -55,9 +54,7 @@ function addValues(at: Pick<StatsStore, 'counter' | 'gauge' | 'histogram'>, v: S
   for (const [k, n] of v.counters) at.counter(k).value += n;
   for (const [k, n] of v.gauges) at.gauge(k).value += n;
   for (const [k, d] of v.histograms) {
-    const h: Histogram = at.histogram(k);
-    h.count += d.count; h.sum += d.sum;
-    d.buckets.forEach((b, i) => { h.buckets[i] += b; });
+    at.histogram(k).add(d.buckets, d.count, d.sum);
   }
 }
 
@@ -69,8 +66,7 @@ function addInto(store: StatsStore, s: StatsSnapshot): void {
     for (const se of f.series) {
       const m = fam.get(se.names, se.values);
       if (m instanceof HistogramClass && se.hist) {
-        m.count += se.hist.count; m.sum += se.hist.sum;
-        se.hist.buckets.forEach((b, i) => { m.buckets[i] += b; });
+        m.add(se.hist.buckets, se.hist.count, se.hist.sum);
       } else if (!(m instanceof HistogramClass)) {
         // Labelled gauges (istio_build) describe the process, not a worker: merged by max.
         m.value = f.kind === 'gauge' ? Math.max(m.value, se.value) : m.value + se.value;
@@ -151,7 +147,7 @@ async function runWorker(): Promise<void> {
         // The main thread's drain settings; this thread's own connections decide when it is done.
         void server.drainAndExit(m.drain);
       } else if (typeof m === 'object' && 'xds' in m) {
-        applying = applying.then(() => server.dynamic?.apply(m.xds)).catch((err: Error) => log.error(`worker ${data.index}: xDS update: ${err.message}`)).finally(applied);
+        applying = applying.then(() => server.dynamic?.apply(receivedUpdate(m.xds))).catch((err: Error) => log.error(`worker ${data.index}: xDS update: ${err.message}`)).finally(applied);
       } else if (typeof m === 'object' && 'fetchTimeout' in m) {
         applying = applying.then(() => server.dynamic?.expireFetch(m.fetchTimeout)).finally(applied);
       }

@@ -184,6 +184,18 @@ describe('agent settings and the rendered bootstrap', () => {
     assert.doesNotThrow(() => compileBootstrap(structuredClone(withPc)));
   });
 
+  test("bootstrap extensions as Istio's template: the internal listener always; workload discovery for waypoints (as the ambient golden), or with METADATA_DISCOVERY", () => {
+    const ambient = JSON.parse(readFileSync(new URL('../../../../shared/fixtures/istio-istio/pkg/bootstrap/testdata/ambient_golden.json', import.meta.url), 'utf8')) as Json;
+    const sidecar = renderBootstrap(agentSettings({ args: args(), env })) as Json;
+    assert.deepEqual(sidecar.bootstrap_extensions, [ambient.bootstrap_extensions[1]]);
+    const waypoint = renderBootstrap(agentSettings({ args: parsePilotProxyArgs(['waypoint', '--meshConfig', './no-mesh']), env })) as Json;
+    assert.deepEqual(waypoint.bootstrap_extensions, ambient.bootstrap_extensions);
+    const compiled = compileBootstrap(structuredClone(waypoint));
+    assert.ok(compiled.extensions.workloadDiscovery && compiled.extensions.internalListener);
+    const discovery = renderBootstrap(agentSettings({ args: args(), env: { ...env, PEER_METADATA_DISCOVERY: 'true' } })) as Json;
+    assert.deepEqual(discovery.bootstrap_extensions, ambient.bootstrap_extensions);
+  });
+
   test('the whole golden compiles (bootstrap extensions, pipe clusters, the compressor filters the renderer leaves out)', () => {
     assert.doesNotThrow(() => compileBootstrap(structuredClone(golden)));
   });

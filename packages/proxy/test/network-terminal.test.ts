@@ -1,9 +1,10 @@
 // Listener terminals are registrations: HCM and tcp_proxy are two, a test registers a third and
 // serves real connections with it (from Envoy JSON, after a network RBAC read filter, and from a
-// listener built in code), and the listener drives it only through the LiveTerminal interface.
+// listener built in code, and on a server the program bound itself), and the listener drives it
+// only through the LiveTerminal interface.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { Msg } from '../src/config/fields.ts';
 import { ConfigError } from '../src/core/errors.ts';
@@ -129,6 +130,23 @@ describe('network terminals', () => {
     const closes = seen.closes;
     l.close();
     assert.equal(seen.closes, closes + 1);
+  });
+
+  test('listenOn: a server the program bound itself (as in another namespace) runs the same listener core', async () => {
+    const server = createServer({ allowHalfOpen: true, pauseOnConnect: true });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    const l = new ActiveListener(plainListener({ name: 'adopted', address: '127.0.0.1', port: 0, terminal: ECHO.compile(new Msg({ prefix: 'adopted:' }, 'echo')), statPrefix: 'adopted' }), clusters, store);
+    open.push(l);
+    l.listenOn(server);
+    assert.throws(() => l.listenOn(server), /already listening/);
+    assert.equal(l.boundPort, port);
+    assert.equal(await exchange(port, 'x'), 'adopted:x');
+    assert.equal(seen.connections.at(-1)?.localPort, port);
+    assert.equal(store.find('counters', 'listener.adopted.downstream_cx_total')?.value, 1);
+    l.drain();
+    await once(server, 'close');
+    await assert.rejects(exchange(port, 'y'), /ECONNREFUSED/, 'drain closed the adopted server');
   });
 
   test("config errors name the field: the terminal's own, a terminal not last, no terminal", () => {

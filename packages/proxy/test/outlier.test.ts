@@ -27,7 +27,7 @@ interface Rig {
 function rig(od: Json, nHosts: number, random: () => number = () => 0): Rig {
   const store = new StatsStore();
   let t = 1_000;
-  const d = new OutlierDetector(compileOutlierDetection(new Msg(od, 'outlier_detection')), new OutlierStats(store, 'c'), { now: () => t, random });
+  const d = new OutlierDetector(compileOutlierDetection(new Msg(od, 'outlier_detection')), new OutlierStats(store.scope('cluster', 'envoy_cluster_name', 'c')), { now: () => t, random });
   const hosts = Array.from({ length: nHosts }, (_, i) => new Host(`10.0.0.${i + 1}`, 80));
   d.setHosts(hosts);
   return {

@@ -191,3 +191,53 @@ describe('promtool check metrics', () => {
     assert.equal(r.status, 1);
   });
 });
+
+describe('scoped stats (StatsStore groups)', () => {
+  test('scopes on one prefix share stats; release drops only what that scope handed out, and the group once empty', () => {
+    const store = new StatsStore();
+    const a = store.scope('cluster', 'envoy_cluster_name', 'c1');
+    const b = store.scope('cluster', 'envoy_cluster_name', 'c1');
+    a.counter('upstream_rq_total').inc(2);
+    assert.equal(store.scope('cluster', 'envoy_cluster_name', 'c1').counter('upstream_rq_total').value, 2, 'the same stat for the same name');
+    b.gauge('circuit_breakers.default.rq_open').set(1);
+    // Another cluster's group gets slots of its own in the shared names.
+    store.scope('cluster', 'envoy_cluster_name', 'c2').gauge('circuit_breakers.default.rq_open').set(5);
+    assert.equal(store.find('counters', 'cluster.c1.upstream_rq_total')?.value, 2);
+    assert.equal(store.find('gauges', 'cluster.c2.circuit_breakers.default.rq_open')?.value, 5);
+    assert.equal(store.find('counters', 'cluster.c2.upstream_rq_total'), undefined, 'never made for c2');
+    b.release();
+    assert.equal(store.find('gauges', 'cluster.c1.circuit_breakers.default.rq_open'), undefined);
+    assert.ok(store.groups.has('cluster.c1.'), 'c1 still has a stat');
+    a.release();
+    assert.equal(store.find('counters', 'cluster.c1.upstream_rq_total'), undefined);
+    assert.ok(!store.groups.has('cluster.c1.'), 'the empty group is gone');
+    const names: string[] = [];
+    store.each('gauges', (name) => names.push(name));
+    assert.deepEqual(names, ['cluster.c2.circuit_breakers.default.rq_open']);
+  });
+});
+
+test('release finds every stat a scope handed out, past the first 31 of a kind', () => {
+  const store = new StatsStore();
+  const a = store.scope('cluster', 'envoy_cluster_name', 'big');
+  const other = store.scope('cluster', 'envoy_cluster_name', 'big');
+  for (let i = 0; i < 70; i++) a.counter(`c${i}`).inc();
+  other.counter('kept').inc();
+  a.gauge('g').set(1);
+  a.release();
+  const left: string[] = [];
+  store.each('counters', (name) => left.push(name));
+  store.each('gauges', (name) => left.push(name));
+  assert.deepEqual(left, ['cluster.big.kept']);
+});
+
+test('a histogram without samples shares its zero buckets; the first sample, or another thread\'s, makes its own', () => {
+  const a = new Histogram(), b = new Histogram();
+  assert.deepEqual(Array.from(a.buckets), new Array(HISTOGRAM_BOUNDS.length).fill(0));
+  a.record(3);
+  assert.equal(a.buckets[2], 1);
+  assert.equal(b.buckets[2], 0, 'an untouched histogram still reads zero');
+  b.add(a.buckets, a.count, a.sum);
+  b.add(a.buckets, a.count, a.sum);
+  assert.deepEqual([b.buckets[2], b.count, b.sum, a.buckets[2]], [2, 2, 6, 1]);
+});

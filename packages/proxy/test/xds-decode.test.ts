@@ -83,6 +83,25 @@ describe('xds decode', () => {
     assert.throws(() => decodeResource({ type_url: LISTENER, value: bytes }), /^XdsDecodeError: filter_chains\[0\]\.filters\[0\]\.typed_config: unknown type URL type\.googleapis\.com\/no\.such\.Inner$/);
   });
 
+  test('strings come out whole: ASCII and not, and bytes that are not UTF-8 refuse the resource', () => {
+    for (const text of ['outbound|9080||svc-1.bench.svc.cluster.local', 'ñame-✓ 名前', 'x'.repeat(200)]) {
+      assert.equal(decodeResource({ type_url: LISTENER, value: encodeResource({ '@type': LISTENER, name: text }).value }).name, text);
+    }
+    // Listener.name (field 1, length-delimited) holding bytes that are not UTF-8.
+    assert.throws(() => decodeResource({ type_url: LISTENER, value: new Uint8Array([0x0a, 0x02, 0xff, 0xfe]) }), /cannot decode type\.googleapis\.com\/envoy\.config\.listener\.v3\.Listener/);
+  });
+
+  test('error paths name map keys and list indexes, also after an earlier error', () => {
+    const ROUTE = 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration';
+    const R = xdsRoot().lookupType('envoy.config.route.v3.RouteConfiguration');
+    const inner = { type_url: 'type.googleapis.com/no.such.Inner', value: new Uint8Array([8, 1]) };
+    const bad = R.encode(R.fromObject({ name: 'r', virtual_hosts: [{ name: 'a', domains: ['a'] }, { name: 'b', domains: ['*'], typed_per_filter_config: { 'f.x': inner } }] })).finish();
+    const expected = /^XdsDecodeError: virtual_hosts\[1\]\.typed_per_filter_config\["f\.x"\]: unknown type URL type\.googleapis\.com\/no\.such\.Inner$/;
+    assert.throws(() => decodeResource({ type_url: ROUTE, value: bad }), expected);
+    // The walk that threw left keys behind: the next resource's path starts afresh.
+    assert.throws(() => decodeResource({ type_url: ROUTE, value: bad }), expected);
+  });
+
   test('decode µs/op and compile table', () => {
     const encoded = listeners.map((l) => encodeResource(l));
     for (let i = 0; i < 200; i++) for (const a of encoded) decodeResource(a);

@@ -4,8 +4,8 @@
  * dedicated mode — the admin/stats/readiness servers, and a graceful drain.
  */
 import { readFileSync } from 'node:fs';
-import { log, StatsStore, type AdsClient } from './core.ts';
-import { configDump } from './admin/config-dump.ts';
+import { log, StatsStore, type AdsClient, type HboneServer } from './core.ts';
+import { configDump, connectionsDump } from './admin/config-dump.ts';
 import { startAdminServers, type StartedServers } from './admin/servers.ts';
 import type { ZtunnelConfig } from './config.ts';
 import { ConnectionManager } from './connections.ts';
@@ -89,31 +89,47 @@ export class ZtunnelApp {
     const hbone = this.hboneInbound(pi);
     const proxies = await startProxies(pi, {
       outboundPort: cfg.outboundPort, inboundPlaintextPort: cfg.inboundPlaintextPort, inboundPort: cfg.inboundPort,
-      bindAddress: '0.0.0.0', terminationDeadlineMs: cfg.terminationDeadlineMs, inbound: hbone?.handle,
+      bindAddress: '0.0.0.0', terminationDeadlineMs: cfg.terminationDeadlineMs, hbone,
     });
-    this.prefetch(local()?.identity);
+    const stopPrefetch = this.prefetchWhenKnown(local);
     let dns: Awaited<ReturnType<typeof startPodDns>> | undefined;
     if (cfg.dnsProxy) {
       try {
         dns = await startPodDns({ netnsFd: pod.netnsFd, namespace, state: this.state, network: cfg.network, clusterDomain: cfg.clusterDomain, forwarder: this.forwarder(), port: cfg.dnsPort });
       } catch (e) {
+        stopPrefetch();
         await proxies.close();
         throw e;
       }
     }
-    return { close: async () => { await dns?.close(); await proxies.close(); pi.hbone?.close(); await hbone?.close(); } };
+    return { close: async () => { stopPrefetch(); await dns?.close(); await proxies.close(); pi.hbone?.close(); hbone?.destroy(); } };
   }
 
   /** 15008 for one workload: TLS with its certificate, then each CONNECT to the inbound handler. */
-  private hboneInbound(pi: ProxyInputs): { handle: (pi: ProxyInputs, s: import('node:net').Socket) => void; close: () => Promise<void> } | undefined {
+  private hboneInbound(pi: ProxyInputs): HboneServer | undefined {
     if (!this.certs) return undefined;
-    const server = podHboneServer(this.certs, () => pi.localWorkload()?.identity, (inb) => handleInboundHbone(pi, inb, this.cfg.enableResponseBaggage), this.hboneSettings);
-    return { handle: (_pi, socket) => server.handle(socket), close: () => server.close() };
+    return podHboneServer(this.certs, () => pi.localWorkload()?.identity, (inb) => handleInboundHbone(pi, inb, this.cfg.enableResponseBaggage), this.hboneSettings);
   }
 
   /** Fetches a workload's certificate ahead of its first connection (ztunnel prefetches for local workloads). */
   private prefetch(identity: string | undefined): void {
     if (identity && this.certs) this.certs.get(identity).catch((e: Error) => log.warn(`certificate for ${identity}: ${e.message}`));
+  }
+
+  /**
+   * Prefetches the pod's certificate now, or as soon as WDS names its workload (the pod may arrive
+   * over ZDS first); returns what stops waiting.
+   */
+  private prefetchWhenKnown(local: () => { readonly identity: string } | undefined): () => void {
+    const now = local()?.identity;
+    if (now || !this.certs) { this.prefetch(now); return () => {}; }
+    const stop = this.state.subscribe({
+      changed: () => {
+        const id = local()?.identity;
+        if (id) { stop(); this.prefetch(id); }
+      },
+    });
+    return stop;
   }
 
   private forwarderCache: Forwarder | undefined;
@@ -148,9 +164,7 @@ export class ZtunnelApp {
     }
     this.servers = await startAdminServers({
       configDump: () => configDump(this.state, this.connections, certificatesDump(this.certs), this.manager?.locals() ?? this.dedicatedLocals()),
-      connections: () => (this.manager?.locals() ?? this.dedicatedLocals()).map((l) => ({
-        state: l.state, connections: this.connections.connectionsOf(l.uid), info: { name: l.name, namespace: l.namespace, trustDomain: '', serviceAccount: l.serviceAccount },
-      })),
+      connections: () => connectionsDump(this.connections, this.manager?.locals() ?? this.dedicatedLocals()),
       metrics: () => this.metrics.render(),
       pending: () => this.pending(),
       quit: () => { void this.drain().then(() => process.exit(0)); },
@@ -166,9 +180,9 @@ export class ZtunnelApp {
       const hbone = this.hboneInbound(pi);
       const proxies = await startProxies(pi, {
         outboundPort: cfg.outboundPort, inboundPlaintextPort: cfg.inboundPlaintextPort, inboundPort: cfg.inboundPort,
-        bindAddress: '0.0.0.0', terminationDeadlineMs: cfg.terminationDeadlineMs, inbound: hbone?.handle,
+        bindAddress: '0.0.0.0', terminationDeadlineMs: cfg.terminationDeadlineMs, hbone,
       });
-      this.dedicated = { close: async () => { await proxies.close(); pi.hbone?.close(); await hbone?.close(); } };
+      this.dedicated = { close: async () => { await proxies.close(); pi.hbone?.close(); hbone?.destroy(); } };
     }
   }
 

@@ -27,6 +27,8 @@ export interface TrackedConnection {
 
 export class ConnectionManager {
   private readonly open = new Set<TrackedConnection>();
+  /** Closed by us but not yet recorded (its access log line not written): a drain waits for these. */
+  private readonly closing = new Set<TrackedConnection>();
   private readonly state: ProxyState;
   /** Connections closed by a policy re-check (for tests and stats). */
   closedByPolicy = 0;
@@ -41,7 +43,15 @@ export class ConnectionManager {
 
   track(c: TrackedConnection): () => void {
     this.open.add(c);
-    return () => { this.open.delete(c); };
+    return () => { this.open.delete(c); this.closing.delete(c); };
+  }
+
+  /** Connections of one proxy still open or closing (not yet recorded). */
+  unsettled(proxyUid: string): number {
+    let n = 0;
+    for (const c of this.open) if (c.proxyUid === proxyUid) n++;
+    for (const c of this.closing) if (c.proxyUid === proxyUid) n++;
+    return n;
   }
 
   get size(): number {
@@ -57,6 +67,7 @@ export class ConnectionManager {
       const d = decideIstio(this.state.policiesFor(w), c.facts);
       if (!d.allowed) {
         this.open.delete(c);
+        this.closing.add(c);
         this.closedByPolicy++;
         c.close('connection closed due to policy change');
       }
@@ -73,6 +84,7 @@ export class ConnectionManager {
     for (const c of [...this.open]) {
       if (!match(c)) continue;
       this.open.delete(c);
+      this.closing.add(c);
       c.close(reason);
       n++;
     }

@@ -2,7 +2,8 @@
  * Everything skua-ztunnel takes from the shared core (@skua/proxy), in one place, through its
  * public entry modules only.
  */
-export { ConfigError, log, setLogLevel, StatsStore } from '@skua/proxy/core';
+export { canonicalIpText, ConfigError, log, setLogLevel, StatsStore } from '@skua/proxy/core';
+export { ActiveListener, ClusterManager, plainListener, type ConnInfo, type TerminalConfig } from '@skua/proxy/listener';
 export {
   compileIstioAuthorization, decideIstio, peerIdentity,
   type AuthzFacts, type CompiledIstioPolicy, type IstioAuthorization, type IstioDecision, type IstioMatch, type IstioStringMatch, type PeerIdentity,
@@ -18,5 +19,7 @@ export {
   CaError, CertificateManager, CREATE_CERTIFICATE_PATH, decodeResponse, encodeRequest,
   type CertificateIssuer, type CertificateRequest, type CertificateResponse, type WorkloadCertificate,
 } from '@skua/proxy/identity';
-export { HboneClientPool, HboneConnectError, HboneIdentityError, HboneServer, hboneSecureContext, peerSpiffeId, relay, type HboneInbound, type HboneStream } from '@skua/proxy/hbone';
+export {
+  HboneClientPool, HboneConnectError, HboneIdentityError, HboneServer, hboneSecureContext, hboneTerminal, peerSpiffeId, relay, type HboneInbound, type HboneStream,
+} from '@skua/proxy/hbone';
 export { spiffeSanMatches, uriSans } from '@skua/proxy/matchers';

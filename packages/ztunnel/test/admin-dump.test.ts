@@ -1,6 +1,7 @@
 // The admin's config_dump against the real ztunnel dump istioctl's tests read (dump.json): the
 // fixture's workloads, services and policies, loaded as ztunnel state, print back exactly as the
-// fixture has them; the in-pod workload state has the fixture's shape. Metrics carry ztunnel's
+// fixture has them; the in-pod workload state has the fixture's shape. The admin's /connections,
+// fed the connections of istioctl's connectionsdump.json, serves that file's JSON key for key. Metrics carry ztunnel's
 // names and labels; the access log line has ztunnel's fields; the admin, stats and readiness
 // servers answer over HTTP.
 import { after, describe, test } from 'node:test';
@@ -10,15 +11,20 @@ import { stringify } from 'yaml';
 import { ProxyState } from '../src/state/store.ts';
 import { loadLocalConfig } from '../src/state/updater.ts';
 import { ConnectionManager } from '../src/connections.ts';
-import { configDump } from '../src/admin/config-dump.ts';
+import { configDump, connectionsDump, type LocalWorkloadState } from '../src/admin/config-dump.ts';
 import { startAdminServers, type StartedServers } from '../src/admin/servers.ts';
 import { ConnectionResult } from '../src/telemetry/connection-result.ts';
 import { ZtunnelMetrics } from '../src/telemetry/metrics.ts';
 
 type Json = Record<string, unknown>;
-const DUMP = JSON.parse(readFileSync(new URL('../../../../shared/fixtures/istio-istio/istioctl/pkg/writer/ztunnel/configdump/testdata/dump.json', import.meta.url), 'utf8')) as {
+const TESTDATA = new URL('../../../../shared/fixtures/istio-istio/istioctl/pkg/writer/ztunnel/configdump/testdata/', import.meta.url);
+const DUMP = JSON.parse(readFileSync(new URL('dump.json', TESTDATA), 'utf8')) as {
   workloads: Record<string, Json>; services: Record<string, Json>; policies: Json[]; workloadState: Record<string, Json>;
 };
+interface DumpedConnection { src: string; originalDst: string; actualDst: string; protocol: 'HBONE' | 'TCP' }
+const CONNECTIONS = JSON.parse(readFileSync(new URL('connectionsdump.json', TESTDATA), 'utf8')) as Array<{
+  state: string; connections: { inbound: DumpedConnection[]; outbound: DumpedConnection[] }; info: { name: string; namespace: string; serviceAccount: string };
+}>;
 
 /** The dump as a LOCAL_XDS file: services' endpoints move onto their workloads (as WDS carries them). */
 function localFromDump(): string {
@@ -58,6 +64,32 @@ describe('config_dump', () => {
     assert.deepEqual((ours.connections as { outbound: Json[] }).outbound, [{ src: '10.244.2.58:35380', originalDst: '10.96.115.16:443', actualDst: '10.244.2.8:8443', protocol: 'TCP' }]);
     untrack();
     assert.equal(connections.connectionsOf(w.uid).inbound.length, 0);
+  });
+});
+
+describe('connections dump', () => {
+  let servers: StartedServers | undefined;
+  after(async () => { await servers?.close(); });
+
+  test("/connections serves istioctl's connectionsdump.json key for key (order, '' for no original destination)", async () => {
+    const connections = new ConnectionManager(new ProxyState());
+    const locals: LocalWorkloadState[] = CONNECTIONS.map((w) => ({ uid: `uid-${w.info.name}`, name: w.info.name, namespace: w.info.namespace, serviceAccount: w.info.serviceAccount, state: w.state }));
+    for (const [i, w] of CONNECTIONS.entries()) {
+      for (const direction of ['inbound', 'outbound'] as const) {
+        for (const c of w.connections[direction]) {
+          connections.track({ direction, proxyUid: locals[i].uid, localUid: locals[i].uid, src: c.src, originalDst: c.originalDst === '' ? null : c.originalDst, actualDst: c.actualDst, protocol: c.protocol, close: () => {} });
+        }
+      }
+    }
+    // Pods arrive in any order; the dump sorts by namespace, then name.
+    const shuffled = [...locals].reverse();
+    servers = await startAdminServers({ configDump: () => ({}), connections: () => connectionsDump(connections, shuffled), metrics: () => '', pending: () => [], quit: () => {} },
+      { admin: 0, stats: 0, readiness: 0 }, '127.0.0.1');
+    const r = await fetch(`http://127.0.0.1:${servers.ports.admin}/connections`);
+    assert.equal(r.headers.get('content-type'), 'application/json');
+    const served = await r.json() as unknown;
+    assert.deepEqual(served, CONNECTIONS);
+    assert.equal(JSON.stringify(served), JSON.stringify(CONNECTIONS), 'the same keys in the same order');
   });
 });
 

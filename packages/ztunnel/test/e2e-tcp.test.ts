@@ -4,7 +4,9 @@
 // ztunnel's plaintext inbound and reaches the app from the client's own address, all bytes intact
 // both ways; a destination unknown to the mesh passes through; DNS answers the service; metrics,
 // access log and the connections dump show it; a STRICT policy pushed live closes the open
-// connection within a second and refuses new plaintext ones; SIGTERM drains and exits 0.
+// connection within a second and refuses new plaintext ones; SIGTERM with a connection open: it
+// keeps working through the drain, new ones are refused, it is closed at the termination deadline
+// and the process exits 0.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -34,7 +36,7 @@ describe('skua-ztunnel end to end (one node, TCP workloads)', { skip, timeout: 1
   const send = (host: string, port: number, bytes: number): Promise<string> => cluster.send(client, host, port, bytes);
 
   before(async () => {
-    cluster = new ZtunnelCluster(1, 3, false);
+    cluster = new ZtunnelCluster(1, 3, 'none');
     const pods: PodDef[] = [
       { node: 1, short: 'cl', host: 2, info: { name: 'client', namespace: 'default', serviceAccount: 'client' } },
       { node: 1, short: 'sv', host: 3, info: { name: 'server', namespace: 'default', serviceAccount: 'server' } },
@@ -116,9 +118,33 @@ describe('skua-ztunnel end to end (one node, TCP workloads)', { skip, timeout: 1
     await waitFor(() => logs.some((l) => /direction="inbound".*error="connection closed due to policy rejection: explicitly denied by: istio-system\/istio_converted_static_strict"/.test(l)), 'the refusal in the log');
   });
 
-  test('SIGTERM drains and exits 0', async () => {
+  test('SIGTERM with a connection open: it keeps working, is closed at CONNECTION_TERMINATION_DEADLINE (2 s), new ones are refused, exit 0', async (t) => {
+    publish(cluster.wds.filter((r) => r.name !== STRICT.name));
+    for (let i = 0; i < 50 && !(await send('10.96.0.10', 80, 4)).startsWith('peer='); i++) await new Promise((r) => setTimeout(r, 100));
+    const { conn, data } = await cluster.openFrom(client, '10.96.0.10', 80);
+    const port = conn.localPort;
+    const ztunnel = cluster.ztunnels[0];
+    const exited = once(ztunnel, 'exit') as Promise<[number | null]>;
+    // The app's socket is half-open capable: ztunnel closing its side shows as 'end'.
+    const closed = once(conn, 'end');
     const t0 = performance.now();
-    assert.equal(await cluster.topo.stop(cluster.ztunnels[0], 'SIGTERM'), 0);
-    assert.ok(performance.now() - t0 < 5000);
+    process.kill(-(ztunnel.pid as number), 'SIGTERM');
+    await new Promise((r) => setTimeout(r, 500));
+    conn.write('still here\n');
+    await waitFor(() => Buffer.concat(data).toString().endsWith('still here\n'), 'the echo during the drain', 1000);
+    // The pod's capture still sends it to 15001, where nothing listens any more.
+    const late = await send('10.96.0.10', 80, 10).catch((e: Error) => e.message);
+    assert.match(late, /ConnectionRefusedError/, 'a new connection during the drain is refused');
+    await closed;
+    conn.destroy();
+    const closedMs = performance.now() - t0;
+    const [code] = await exited;
+    const exitMs = performance.now() - t0;
+    assert.equal(code, 0);
+    assert.ok(closedMs > 1800 && closedMs < 3000, `the open connection was closed ${Math.round(closedMs)} ms after SIGTERM (deadline 2 s)`);
+    assert.ok(exitMs < 4000, `exited ${Math.round(exitMs)} ms after SIGTERM`);
+    t.diagnostic(`closed ${Math.round(closedMs)} ms, exited ${Math.round(exitMs)} ms after SIGTERM`);
+    await waitFor(() => logs.some((l) => l.includes(`src.addr=${client.ip}:${port} `)), 'the drained connection in the access log');
+    assert.match(logs.find((l) => l.includes(`src.addr=${client.ip}:${port} `))!, /direction="outbound".*error="connection closed due to connection drain"/);
   });
 });

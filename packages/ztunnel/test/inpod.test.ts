@@ -4,10 +4,11 @@
 // connection lands on 15001 with its original destination, inbound plaintext on 15006, 15008 is
 // not redirected, sockets marked 0x539 pass untouched; pods are added and deleted live; after a
 // reconnect the snapshot drops a pod deleted meanwhile and keeps the others; a pod whose proxies
-// fail is nacked and retried.
+// fail is nacked and retried. `skua-ztunnel cni-standin` does the same as a process, applying the
+// rules in namespaces named or given by path.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { closeSync, fstatSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import type net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -185,3 +186,52 @@ describe('in-pod mode: ZDS and the pod namespaces', { skip }, () => {
   });
 });
 
+
+describe('skua-ztunnel cni-standin: the stand-in as a process', { skip, timeout: 60_000 }, () => {
+  const PODS = [`skzd${TAG}`, `skze${TAG}`];
+  let dir = '';
+  before(() => {
+    for (const p of PODS) execFileSync('ip', ['netns', 'add', p]);
+    dir = mkdtempSync(join(tmpdir(), 'skua-cni-'));
+  });
+  after(() => {
+    for (const p of PODS) deletePod(p);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('applies the in-pod rules (netns by name and by path), serves the pods to a ztunnel, logs the acks, exits 0 on SIGTERM', async () => {
+    const sock = join(dir, 'zds.sock');
+    const bin = new URL('../bin/skua-ztunnel.js', import.meta.url).pathname;
+    const cni = spawn(process.execPath, [bin, 'cni-standin', '--socket', sock, '--apply-rules',
+      '--pod', `default/web/web-sa=${PODS[0]}`, '--pod', `shop/cart/cart-sa=/var/run/netns/${PODS[1]}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    cni.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    cni.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    const started: InpodWorkload[] = [];
+    const manager = new WorkloadManager(async (pod) => { started.push(pod); return { close: async () => {} }; });
+    const client = new ZdsClient(sock, manager);
+    try {
+      await waitFor(() => out.includes('serving ZDS'), 'the stand-in to listen', 20_000);
+      for (const p of PODS) {
+        const rules = (await execFileAsync('ip', ['netns', 'exec', p, 'iptables-save', '-t', 'nat'])).stdout;
+        assert.match(rules, /-A ISTIO_OUTPUT .*-j REDIRECT --to-ports 15001/, p);
+        assert.match(rules, /-A ISTIO_PRERT .*! --dport 15008 .*-j REDIRECT --to-ports 15006/, p);
+      }
+      client.start();
+      await waitFor(() => manager.ready, 'the snapshot');
+      assert.deepEqual(manager.locals().map((l) => [l.uid, l.name, l.namespace, l.serviceAccount]).sort(),
+        [['default/web', 'web', 'default', 'web-sa'], ['shop/cart', 'cart', 'shop', 'cart-sa']]);
+      const ino = (p: string): number => { const fd = openSync(`/var/run/netns/${p}`, 'r'); try { return fstatSync(fd).ino; } finally { closeSync(fd); } };
+      assert.deepEqual(started.map((w) => w.netnsIno).sort(), PODS.map(ino).sort(), "each pod's own namespace arrived by SCM_RIGHTS");
+      await waitFor(() => out.includes('ack snapshot_sent: ok'), 'the acks logged');
+      assert.match(out, /ack add default\/web: ok\nack add shop\/cart: ok\n/);
+    } finally {
+      await client.stop();
+      await manager.drainAll();
+      cni.kill('SIGTERM');
+    }
+    const [code] = await once(cni, 'exit') as [number | null];
+    assert.equal(code, 0, out);
+    assert.throws(() => fstatSync(openSync(sock, 'r')), /ENOENT/, 'the socket is removed');
+  });
+});

@@ -1,13 +1,16 @@
 // The outbound decision record (ztunnel's build_request) for one mesh, as a table: pod and
 // service addressing, HBONE vs plain TCP workloads, service and workload waypoints (and the
 // waypoint's own calls skipping itself), PASSTHROUGH services and unknown destinations passing
-// through as TCP, health and locality-aware load balancing, capacity weights, and the errors.
+// through as TCP, health and locality-aware load balancing, capacity weights, and the errors; the
+// access log's words for an HBONE refusal.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ProxyState } from '../src/state/store.ts';
 import { loadLocalConfig } from '../src/state/updater.ts';
 import { buildOutboundRequest, type OutboundContext, type OutboundRequest } from '../src/outbound/request.ts';
 import { RoutingError } from '../src/state/upstream.ts';
+import { hboneErrorText } from '../src/proxy/outbound.ts';
+import { HboneConnectError } from '../src/core.ts';
 
 const MESH = `
 workloads:
@@ -121,4 +124,12 @@ describe('outbound decision', () => {
     loadLocalConfig(s2, MESH.replace('destination: /10.96.0.9', 'destination: /10.96.0.99'));
     assert.throws(() => buildOutboundRequest({ ...ctx(), state: s2 }, s2.workloadsByUid.get('c')!, '10.0.0.1', { address: '10.0.0.4', port: 9080 }), /unknown waypoint: \/10\.96\.0\.99/);
   });
+});
+
+// Found beside istio/ztunnel (the interop run, README): its access log says `http status: 401
+// Unauthorized` for a CONNECT the peer refused; ours said `CONNECT … answered 401`.
+test("a CONNECT refused by status is logged in ztunnel's words; other HBONE errors as they came", () => {
+  assert.equal(hboneErrorText(new HboneConnectError('status', 'CONNECT 10.0.0.4:80 via 10.0.0.4:15008 answered 401', 401)), 'http status: 401 Unauthorized');
+  assert.equal(hboneErrorText(new HboneConnectError('status', 'x', 503)), 'http status: 503 Service Unavailable');
+  assert.equal(hboneErrorText(new HboneConnectError('connect', 'peer identity a is not b')), 'peer identity a is not b');
 });

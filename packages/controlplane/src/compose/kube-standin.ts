@@ -9,7 +9,9 @@
  * - projected volumes: each Pod with a directory under --pods gets its service account token there
  *   (istio-token, audience istio-ca, renewed at half its lifetime) and --root-cert-dir gets the
  *   mesh's root certificate (the istio-ca-root-cert ConfigMap), both from the CA's --state-dir.
- * Everything is written to a temporary name and renamed, and only when it changed.
+ * Everything is written to a temporary name and renamed, and only when it changed. Files of --out
+ * that it did not write (listed in --out/.compose-kube-files) are left alone, so two compose-kubes can
+ * share one tree, each in its own subdirectory.
  */
 import { lookup } from 'node:dns/promises';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -33,7 +35,8 @@ certificate to --root-cert-dir/root-cert.pem (the CA's --state-dir must be reada
 
   --manifests DIR       Istio and Kubernetes YAML, as for skua-controlplane --istio (read only)
   --out DIR             where the control plane's --istio directory is (without it: tokens and the root
-                        certificate only, for pods whose status.podIP is given)
+                        certificate only, for pods whose status.podIP is given), or a subdirectory of
+                        it; only files this compose-kube wrote there are ever removed
   --state-dir DIR       the control plane's --state-dir (token-key.pem, root-cert.pem)
   --pods DIR            one directory per Pod (metadata.name), each the pod's token volume
   --root-cert-dir DIR   the istio-ca-root-cert volume
@@ -104,6 +107,16 @@ function project(o: Options, pods: readonly PodRef[], now: number): boolean {
   return true;
 }
 
+/** In --out: the files this compose-kube wrote there (a dot file: the control plane skips it). */
+const OWN_FILES = '.compose-kube-files';
+
+function ownFiles(index: string): string[] {
+  try {
+    const v = JSON.parse(readFileSync(index, 'utf8')) as unknown;
+    return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string' && !x.startsWith('/') && !x.split('/').includes('..')) : [];
+  } catch { return []; }
+}
+
 let lastReport = '';
 
 /** One pass; returns the pods still waiting for an address. */
@@ -118,10 +131,13 @@ export async function syncOnce(o: Options): Promise<string[]> {
     if (o.out && writeIfChanged(join(o.out, rel), text)) log.info(`config: ${rel} updated`);
   }
   if (o.out) {
-    for (const file of configFiles(o.out)) {
-      const rel = relative(o.out, file);
-      if (!written.has(rel)) { rmSync(file, { force: true }); log.info(`config: ${rel} removed`); }
+    // Only files this --manifests put there go away: another compose-kube (compose.yaml's ambient
+    // profile) or `skua-controlplane apply` may keep files in the same tree.
+    const index = join(o.out, OWN_FILES);
+    for (const rel of ownFiles(index)) {
+      if (!written.has(rel)) { rmSync(join(o.out, rel), { force: true }); log.info(`config: ${rel} removed`); }
     }
+    writeIfChanged(index, `${JSON.stringify([...written].sort())}\n`);
   }
   const caReady = project(o, pods, Date.now());
   const report = [unresolved.length ? `waiting for pod addresses: ${unresolved.join(', ')}` : '', caReady ? '' : `waiting for the CA's keys in ${o.stateDir}`].filter(Boolean).join('; ');

@@ -105,6 +105,8 @@ export function readDocument(raw: unknown, file: string, index: number): LoadedD
       if (meta.name !== 'istio') return done({ kind: 'Ignored', value: meta }, id);
       return done({ kind: 'MeshConfig', value: readMeshConfig(meta, doc.obj('data'), f) }, id);
     }
+    // Namespaces matter for their labels (istio.io/use-waypoint); cluster-scoped, named by metadata.name.
+    if (kind === 'Namespace') return done({ kind: 'Namespace', value: { meta } }, `Namespace ${meta.name}`);
     if (kind === 'Deployment') doc.warn('kind', 'Deployments are not run here: declare each replica as a Pod with its address (status.podIP)');
     return done({ kind: 'Ignored', value: meta }, id);
   }

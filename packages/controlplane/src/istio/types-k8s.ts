@@ -123,8 +123,14 @@ export interface K8sGateway {
   readonly listeners: ReadonlyArray<{ readonly name: string; readonly port: number; readonly protocol: string; readonly hostname?: string }>;
 }
 
+/** A Kubernetes Namespace: its labels (istio.io/use-waypoint, istio.io/dataplane-mode). */
+export interface KubeNamespace {
+  readonly meta: Meta;
+}
+
 /** Everything read from an --istio directory, by kind. */
 export interface IstioConfig {
+  readonly namespaces: readonly KubeNamespace[];
   readonly services: readonly KubeService[];
   readonly pods: readonly Pod[];
   readonly serviceEntries: readonly ServiceEntry[];
@@ -156,4 +162,5 @@ export type IstioResource =
   | { readonly kind: 'K8sGateway'; readonly value: K8sGateway }
   | { readonly kind: 'HTTPRoute'; readonly value: HttpRoute }
   | { readonly kind: 'MeshConfig'; readonly value: MeshConfig }
+  | { readonly kind: 'Namespace'; readonly value: KubeNamespace }
   | { readonly kind: 'Ignored'; readonly value: Meta };

@@ -273,10 +273,19 @@ export interface AuthzRule {
   readonly when: readonly AuthzCondition[];
 }
 
+/** A policy's targetRef(s): what it is attached to (a waypoint Gateway, a Service, ...). */
+export interface PolicyTargetRef {
+  readonly group: string;
+  readonly kind: string;
+  readonly name: string;
+}
+
 export interface AuthorizationPolicy {
   readonly meta: Meta;
   readonly action: 'ALLOW' | 'DENY' | 'AUDIT' | 'CUSTOM';
   readonly selector?: Labels;
+  /** targetRef/targetRefs: attached to waypoints (applied there, not by sidecars or ztunnels). */
+  readonly targetRefs: readonly PolicyTargetRef[];
   readonly rules: readonly AuthzRule[];
   /** istio.io/dry-run: true → shadow rules only. */
   readonly dryRun: boolean;

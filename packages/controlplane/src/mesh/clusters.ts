@@ -58,7 +58,7 @@ function cla(mesh: Mesh, name: string, s: MeshService, p: ServicePort, subsetLab
   return out;
 }
 
-function circuitBreakers(pool: ConnectionPool | undefined): Json {
+export function circuitBreakers(pool: ConnectionPool | undefined): Json {
   if (!pool) return UNLIMITED;
   return {
     thresholds: [{
@@ -68,7 +68,7 @@ function circuitBreakers(pool: ConnectionPool | undefined): Json {
   };
 }
 
-function outlierDetection(o: OutlierDetection): Json {
+export function outlierDetection(o: OutlierDetection): Json {
   const out: Json = { enforcing_success_rate: 0 };
   if (o.consecutive5xxErrors !== undefined) {
     out.consecutive_5xx = o.consecutive5xxErrors;

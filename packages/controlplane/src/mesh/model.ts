@@ -6,7 +6,7 @@
 import { isIP } from 'node:net';
 import { Msg, ConfigError } from '@skua/proxy/core';
 
-import type { Capture, HeaderMatch, HttpRule, Mesh, MeshPolicy, MeshRoute, MeshService, MeshWorkload, MtlsMode, PortProtocol, RouteDestination, RouteMatch, ServicePort } from './types.ts';
+import type { Capture, HeaderMatch, HttpRule, Mesh, MeshPolicy, MeshRoute, MeshService, MeshWaypoint, MeshWorkload, MtlsMode, PortProtocol, RouteDestination, RouteMatch, ServicePort } from './types.ts';
 
 export type * from './types.ts';
 
@@ -52,7 +52,7 @@ function percent(m: Msg, key: string): number {
 }
 
 function parseService(m: Msg, domain: string): MeshService {
-  m.onlyFields(['name', 'namespace', 'vip', 'ports', 'subsets']);
+  m.onlyFields(['name', 'namespace', 'vip', 'ports', 'subsets', 'waypoint']);
   const name = m.requiredStr('name');
   const namespace = m.str('namespace', 'default');
   const ports = m.list('ports').map((p): ServicePort => {
@@ -66,7 +66,31 @@ function parseService(m: Msg, domain: string): MeshService {
   const subsets = new Map<string, Record<string, string>>();
   const sm = m.msg('subsets');
   if (sm) for (const k of Object.keys(sm.raw)) subsets.set(k, labels(sm, k));
-  return { name, namespace, hostname: `${name}.${namespace}.svc.${domain}`, vip: ip(m, 'vip'), ports, subsets };
+  const wp = m.str('waypoint');
+  const waypoint = wp === '' ? undefined : wp.includes('/') ? wp : `${namespace}/${wp}`;
+  return { name, namespace, hostname: `${name}.${namespace}.svc.${domain}`, vip: ip(m, 'vip'), ports, subsets, waypoint };
+}
+
+interface ParsedWaypoint { readonly waypoint: MeshWaypoint; readonly service: MeshService; readonly pod: MeshWorkload }
+
+/** A waypoint and the one pod that runs it (node id waypoint~<ip>~<name>.<ns>~...), with the Service ztunnels find it by. */
+function parseWaypoint(m: Msg, domain: string): ParsedWaypoint {
+  m.onlyFields(['name', 'namespace', 'vip', 'ip', 'service_account', 'node', 'port']);
+  const name = m.requiredStr('name');
+  const namespace = m.str('namespace', 'default');
+  const port = m.has('port') ? m.num('port', 15008) : 15008;
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw m.error('port', 'must be a port number (1-65535)');
+  const key = `${namespace}/${name}`;
+  const hostname = `${name}.${namespace}.svc.${domain}`;
+  const service: MeshService = {
+    name, namespace, hostname, vip: ip(m, 'vip'), subsets: new Map(),
+    ports: [{ port: 15021, protocol: 'tcp', targetPort: 15021, name: 'status-port' }, { port, protocol: 'tcp', targetPort: port, name: 'mesh' }],
+  };
+  const pod: MeshWorkload = {
+    name, namespace, workloadName: name, serviceAccount: m.str('service_account', name), ip: ip(m, 'ip'), node: m.str('node', ''),
+    labels: { 'gateway.networking.k8s.io/gateway-name': name }, services: [hostname], sidecar: false, ambient: false, outboundIp: '', app: new Map(), waypointProxy: key,
+  };
+  return { waypoint: { key, name, namespace, hostname, port, security: new Map() }, service, pod };
 }
 
 function parseWorkload(m: Msg, services: ReadonlyMap<string, MeshService>, capture: Capture): MeshWorkload {
@@ -192,7 +216,7 @@ function parsePolicy(m: Msg): MeshPolicy {
 /** Reads a parsed mesh document. Throws ConfigError naming the field. */
 export function parseMesh(doc: unknown): Mesh {
   const m = new Msg(doc, '');
-  m.onlyFields(['mesh', 'services', 'workloads', 'routes', 'policies']);
+  m.onlyFields(['mesh', 'services', 'workloads', 'routes', 'policies', 'waypoints']);
   const g = m.msg('mesh') ?? new Msg({}, 'mesh');
   g.onlyFields(['trust_domain', 'domain', 'cluster_id', 'mtls', 'capture']);
   const mtls = g.str('mtls', 'PERMISSIVE') as MtlsMode;
@@ -207,7 +231,16 @@ export function parseMesh(doc: unknown): Mesh {
     if (services.has(key)) throw s.error('name', `service ${key} is declared twice`);
     services.set(key, svc);
   }
-  const workloads = m.list('workloads').map((w) => parseWorkload(w, services, capture));
+  const waypoints = m.list('waypoints').map((w) => parseWaypoint(w, domain));
+  for (const [i, s] of [...services.values()].entries()) {
+    if (s.waypoint && !waypoints.some((w) => w.waypoint.key === s.waypoint)) throw new ConfigError(`services[${i}].waypoint`, `unknown waypoint ${JSON.stringify(s.waypoint)}`);
+  }
+  for (const [i, w] of waypoints.entries()) {
+    const key = `${w.service.namespace}/${w.service.name}`;
+    if (services.has(key)) throw new ConfigError(`waypoints[${i}].name`, `${key} is also a service`);
+    services.set(key, w.service);
+  }
+  const workloads = [...m.list('workloads').map((w) => parseWorkload(w, services, capture)), ...waypoints.map((w) => w.pod)];
   const seen = new Set<string>();
   for (const [i, w] of workloads.entries()) {
     const key = `${w.namespace}/${w.name}`;
@@ -223,5 +256,6 @@ export function parseMesh(doc: unknown): Mesh {
   return {
     trustDomain: g.str('trust_domain', 'cluster.local'), domain, clusterId: g.str('cluster_id', 'Kubernetes'), mtls, capture,
     services: [...services.values()], workloads, routes, policies: m.list('policies').map(parsePolicy),
+    waypoints: waypoints.map((w) => w.waypoint),
   };
 }

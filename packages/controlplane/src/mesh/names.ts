@@ -30,16 +30,22 @@ export const T = {
   originalDst: 'type.googleapis.com/envoy.extensions.filters.listener.original_dst.v3.OriginalDst',
   tlsInspector: 'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector',
   httpInspector: 'type.googleapis.com/envoy.extensions.filters.listener.http_inspector.v3.HttpInspector',
+  workload: 'type.googleapis.com/istio.workload.Workload',
+  typedStruct: 'type.googleapis.com/udpa.type.v1.TypedStruct',
+  internalUpstream: 'type.googleapis.com/envoy.extensions.transport_sockets.internal_upstream.v3.InternalUpstreamTransport',
+  setFilterState: 'type.googleapis.com/envoy.extensions.filters.http.set_filter_state.v3.Config',
+  peerMetadata: 'type.googleapis.com/io.istio.http.peer_metadata.Config',
+  networkRbac: 'type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC',
 } as const;
 
-/** `outbound|9080|v1|reviews.default.svc.cluster.local`, `inbound|9080||`. */
-export function clusterName(direction: 'outbound' | 'inbound', port: number, subset: string, host: string): string {
+/** `outbound|9080|v1|reviews.default.svc.cluster.local`, `inbound|9080||`, a waypoint's `inbound-vip|9080|http/v1|reviews...`. */
+export function clusterName(direction: 'outbound' | 'inbound' | 'inbound-vip', port: number, subset: string, host: string): string {
   return `${direction}|${port}|${subset}|${host}`;
 }
 
-/** The node id a workload's proxy connects with (pilot-agent's `sidecar~ip~pod.ns~ns.svc.<domain>`; `router~` for gateways). */
+/** The node id a workload's proxy connects with (pilot-agent's `sidecar~ip~pod.ns~ns.svc.<domain>`; `router~` for gateways, `waypoint~` for waypoints). */
 export function sidecarNodeId(mesh: Mesh, w: MeshWorkload): string {
-  return `${w.router ? 'router' : 'sidecar'}~${w.ip}~${w.name}.${w.namespace}~${w.namespace}.svc.${mesh.domain}`;
+  return `${w.waypointProxy ? 'waypoint' : w.router ? 'router' : 'sidecar'}~${w.ip}~${w.name}.${w.namespace}~${w.namespace}.svc.${mesh.domain}`;
 }
 
 /** istiod's WDS key for a pod: `<cluster>//Pod/<namespace>/<name>`. */

@@ -68,7 +68,7 @@ export function socketAddress(address: string, port: number): Json {
 }
 
 /** The workload certificate and root from the node's SDS server (pilot-agent's `sds-grpc`). */
-function sdsSecret(name: string): Json {
+export function sdsSecret(name: string): Json {
   return {
     name,
     sds_config: {

@@ -17,6 +17,8 @@ export interface RouteContext {
   /** The workload whose proxy gets the config (sourceLabels / sourceNamespace matches). */
   readonly source: MeshWorkload;
   readonly services: ReadonlyMap<string, MeshService>;
+  /** The cluster a destination (host, port, subset) names; default `outbound|<port>|<subset>|<host>` (a waypoint names its own `inbound-vip` ones). */
+  readonly cluster?: (host: string, port: number, subset: string) => string;
 }
 
 const GRPC_CODES = ['OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS', 'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED',
@@ -124,11 +126,15 @@ function retry(r: NonNullable<HttpRule['retries']>): Json | undefined {
   return p;
 }
 
+function clusterOf(ctx: RouteContext, host: string, port: number, subset: string): string {
+  return ctx.cluster ? ctx.cluster(host, port, subset) : clusterName('outbound', port, subset, host);
+}
+
 function forward(rule: HttpRule, route: MeshRoute, ctx: RouteContext): Json {
   const dests = rule.destinations.filter((d) => d.weight > 0);
   const cluster = (d: RouteDestination): string => {
     const host = d.host ?? route.host;
-    return clusterName('outbound', destinationPort(d, host, ctx), d.subset, host);
+    return clusterOf(ctx, host, destinationPort(d, host, ctx), d.subset);
   };
   const a: Json = {};
   if (dests.length === 1 && !dests[0].headers) a.cluster = cluster(dests[0]);
@@ -150,7 +156,7 @@ function forward(rule: HttpRule, route: MeshRoute, ctx: RouteContext): Json {
   if (rp) a.retry_policy = rp;
   if (rule.mirrors?.length) {
     a.request_mirror_policies = rule.mirrors.map((m) => {
-      const c: Json = { cluster: clusterName('outbound', destinationPort(m, m.host, ctx), m.subset ?? '', m.host) };
+      const c: Json = { cluster: clusterOf(ctx, m.host, destinationPort(m, m.host, ctx), m.subset ?? '') };
       if (m.percent !== undefined) c.runtime_fraction = { default_value: fraction(m.percent) };
       return c;
     });

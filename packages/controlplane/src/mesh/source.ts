@@ -19,6 +19,7 @@ export function meshGroups(source: string, config: MeshConfig): ResourceGroup[] 
   const cache = new Map<string, CpResource>();
   for (const [id, resources] of config.sidecars) groups.push(groupOf(`${source}#${id}`, resources, [id], cache));
   groups.push(groupOf(`${source}#wds`, config.wds));
+  if (config.discovery?.length) groups.push(groupOf(`${source}#workloads`, config.discovery));
   return groups;
 }
 

@@ -40,6 +40,8 @@ export interface MeshService {
   readonly external?: boolean;
   /** Namespaces that may see it (`*` everyone, the default). */
   readonly exportTo?: readonly string[];
+  /** The waypoint (`namespace/name`) its traffic goes through (istio.io/use-waypoint). */
+  readonly waypoint?: string;
 }
 
 /** What Istio's security resources decided for one workload's inbound side. */
@@ -75,6 +77,8 @@ export interface MeshWorkload {
   readonly app: ReadonlyMap<number, { readonly address: string; readonly port: number }>;
   /** A gateway (skua-proxy in router mode): gets gateway listeners, no inbound side. */
   readonly router?: boolean;
+  /** A waypoint's own pod (skua-waypoint, node id waypoint~...): the waypoint (`namespace/name`) it runs. */
+  readonly waypointProxy?: string;
   readonly security?: WorkloadSecurity;
   /** Sidecar resource egress hosts (`namespace/host`); undefined: every service it may see. */
   readonly egress?: readonly string[];
@@ -195,6 +199,28 @@ export interface MeshGateway {
   readonly servers: readonly MeshGatewayServer[];
 }
 
+/** The filters a waypoint applies to one service: AuthorizationPolicies attached by targetRefs. */
+export interface WaypointSecurity {
+  /** RBAC filters (peer principal from filter state) for HTTP chains, DENY first. */
+  readonly httpFilters: readonly Json[];
+  /** Network RBAC filters for TCP chains. */
+  readonly tcpFilters: readonly Json[];
+}
+
+/** A waypoint (Gateway API Gateway of class istio-waypoint): the L7 proxy the services bound to it go through. */
+export interface MeshWaypoint {
+  /** `namespace/name`, as services name it. */
+  readonly key: string;
+  readonly name: string;
+  readonly namespace: string;
+  /** The waypoint Service's hostname: ztunnels find the waypoint by it (WDS GatewayAddress). */
+  readonly hostname: string;
+  /** The HBONE listener's port (15008). */
+  readonly port: number;
+  /** Per service hostname bound to it: what the waypoint enforces for that service. */
+  readonly security: ReadonlyMap<string, WaypointSecurity>;
+}
+
 export interface Mesh {
   readonly trustDomain: string;
   readonly domain: string;
@@ -207,6 +233,7 @@ export interface Mesh {
   readonly routes: readonly MeshRoute[];
   readonly policies: readonly MeshPolicy[];
   readonly gateways?: readonly MeshGateway[];
+  readonly waypoints?: readonly MeshWaypoint[];
   /** Istio AuthorizationPolicies and STRICT PeerAuthentications for ztunnels (istio.security.Authorization). */
   readonly wdsAuthorizations?: readonly Json[];
   /** MeshConfig outboundTrafficPolicy ALLOW_ANY (the default): unknown hosts pass through under capture. */

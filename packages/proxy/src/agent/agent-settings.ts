@@ -141,7 +141,8 @@ export function agentSettings({ args, env, interfaces }: SettingsInputs): AgentS
   const statsMatcher = istioStatsMatcher({
     annotations: podAnnotations, proxyStatsMatcher: pc.proxyStatsMatcher, instanceIps: identity.ipAddresses,
     exitOnZeroActiveConnections: envBool(env, 'EXIT_ON_ZERO_ACTIVE_CONNECTIONS', false),
-    metadataDiscovery: type === 'waypoint' || (peerDiscovery !== undefined && parseGoBool(peerDiscovery) === true),
+    // As the bootstrap's metadata_discovery extension (bootstrap-render.ts): waypoints, or METADATA_DISCOVERY.
+    metadataDiscovery: type === 'waypoint' || node.metadata.METADATA_DISCOVERY === true || node.metadata.METADATA_DISCOVERY === 'true',
   });
   const custom = String(pc.customConfigFile ?? '');
   const concurrency = typeof pc.concurrency === 'number' && pc.concurrency > 0 ? pc.concurrency : availableParallelism();

@@ -4,9 +4,12 @@
  * agent and proxy are one process here, so `xds-grpc` points straight at the discovery address
  * (TLS with istiod's root certificate and SAN, or plaintext) instead of the agent's UDS.
  *
+ * bootstrap_extensions as Istio's: envoy.bootstrap.internal_listener (64 KiB), and
+ * metadata_discovery (istio.workload.BootstrapExtension over ADS) for waypoints and with
+ * METADATA_DISCOVERY on — what waypoints need for main_internal / connect_originate and peer telemetry.
+ *
  * Left out of Istio's template (not supported by the compiler yet, or no effect here):
- * bootstrap_extensions (envoy.bootstrap.internal_listener, and metadata_discovery when
- * METADATA_DISCOVERY is on), the `sds-grpc` cluster (a unix pipe to the agent's SDS server),
+ * the `sds-grpc` cluster (a unix pipe to the agent's SDS server),
  * the compressor filters of the 15090 listener, stats_config's stats_tags (skua tags its stats itself),
  * layered_runtime, overload_manager, admin access_log / profile_path, cluster_manager's outlier
  * event log, application_log_config and deferred_stat_options.
@@ -90,6 +93,24 @@ function xdsCluster(s: AgentSettings, loopback: string): Json {
   return cluster;
 }
 
+const INTERNAL_LISTENER: Json = {
+  name: 'envoy.bootstrap.internal_listener',
+  typed_config: {
+    '@type': 'type.googleapis.com/udpa.type.v1.TypedStruct',
+    type_url: 'type.googleapis.com/envoy.extensions.bootstrap.internal_listener.v3.InternalListener', value: { buffer_size_kb: 64 },
+  },
+};
+const METADATA_DISCOVERY: Json = {
+  name: 'metadata_discovery',
+  typed_config: { '@type': 'type.googleapis.com/udpa.type.v1.TypedStruct', type_url: 'type.googleapis.com/istio.workload.BootstrapExtension', value: { config_source: { ads: {} } } },
+};
+
+/** pilot-agent turns workload metadata discovery on for waypoints, else as the node's METADATA_DISCOVERY says. */
+function metadataDiscovery(s: AgentSettings): boolean {
+  const v = s.node.metadata.METADATA_DISCOVERY;
+  return s.identity.type === 'waypoint' || v === true || v === 'true';
+}
+
 export function renderBootstrap(s: AgentSettings): Json {
   const mode = ipMode(s.identity.ipAddresses);
   const loopback = mode === 'ipv6' ? '::1' : '127.0.0.1';
@@ -99,6 +120,7 @@ export function renderBootstrap(s: AgentSettings): Json {
     node: { id: node.id, cluster: node.cluster, locality: node.locality, metadata: node.metadata },
     // Istio's inclusion list: the stats Istio reads, nothing per cluster or per listener (issue 13).
     stats_config: { use_all_default_tags: false, stats_matcher: s.statsMatcher },
+    bootstrap_extensions: metadataDiscovery(s) ? [METADATA_DISCOVERY, INTERNAL_LISTENER] : [INTERNAL_LISTENER],
     admin: { address: { socket_address: { address: loopback, port_value: s.adminPort } } },
     dynamic_resources: {
       lds_config: { ads: {}, initial_fetch_timeout: '0s', resource_api_version: 'V3' },

@@ -12,7 +12,7 @@ export { explainError } from '../core/explain-error.ts';
 export { parseGoDuration } from '../tls/identity-env.ts';
 export { DrainManager, NEVER_DRAIN, type DrainStrategy } from '../core/drain.ts';
 export { StatsStore, Counter, Gauge, Histogram } from '../stats/store.ts';
-export { canonicalIp } from '../core/canonical-ip.ts';
+export { canonicalIp, canonicalIpText } from '../core/canonical-ip.ts';
 export { formatHostPort } from '../config/address.ts';
 export {
   isIp, isLoopback, sameIp, parseCidrText, parseCidrRange, contains, CidrTable, parseIpInto, formatWords, type CidrRange, type IpFamily,

@@ -2,6 +2,8 @@
  * The one IPv4-mapped-address canonicaliser. A dual-stack socket reports IPv4 peers as
  * `::ffff:a.b.c.d`; Envoy (addressFromSockAddr with v6only=false) and ztunnel (to_canonical) treat
  * them as the IPv4 address, so every address the proxy compares, logs or matches goes through here.
+ * `canonicalIpText` also validates and spells IPv6 one way, for addresses read from config or a
+ * CONNECT authority rather than from a socket.
  */
 import { formatWords, parseIpInto } from './cidr.ts';
 
@@ -29,4 +31,16 @@ function hasFfff(s: string): boolean {
     if (run === 4) return true;
   }
   return false;
+}
+
+/**
+ * The canonical text of an IP address in any spelling — IPv4-mapped as the dotted quad, other IPv6
+ * as RFC 5952 (lower case, the longest zero run as `::`) — or undefined when `text` is not an
+ * address (a name, '', a leading-zero octet, a `%zone`).
+ */
+export function canonicalIpText(text: string): string | undefined {
+  if (text.indexOf('%') >= 0) return undefined;
+  const family = parseIpInto(text, WORDS);
+  if (family === 0) return undefined;
+  return family === 4 && text.indexOf(':') < 0 ? text : formatWords(family, WORDS);
 }

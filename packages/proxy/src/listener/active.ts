@@ -109,6 +109,19 @@ export class ActiveListener {
     });
   }
 
+  /**
+   * Accepts on a server the program bound itself — e.g. inside another network namespace, where
+   * listen() cannot reach (ztunnel's in-pod listeners) — instead of binding config.address. The
+   * listener owns it from here: stopAccepting/drain/close close it. Make it with pauseOnConnect
+   * (and allowHalfOpen), as listen() does, so listener filters can peek and terminals start reading.
+   */
+  listenOn(server: Server): void {
+    if (this.server) throw new Error(`listener ${this.config.name} is already listening`);
+    this.server = server;
+    server.on('connection', (s: Socket) => this.accept(s));
+    server.on('error', (err) => log.error(`listener ${this.config.name}: ${err.message}`));
+  }
+
   /** The port actually bound (useful when the config asked for port 0). */
   get boundPort(): number {
     const a = this.server?.address();

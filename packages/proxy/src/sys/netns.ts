@@ -40,6 +40,8 @@ export interface NetnsSocketOptions {
   readonly mark?: number;
   /** IP_TRANSPARENT: bind/connect from addresses not on this host (needs CAP_NET_ADMIN). */
   readonly transparent?: boolean;
+  /** Listeners only: accepted sockets start paused (for a listener core that peeks or hands them on). */
+  readonly pauseOnConnect?: boolean;
 }
 
 /**
@@ -48,7 +50,7 @@ export interface NetnsSocketOptions {
  */
 export function listenInNetns(nsFd: number, address: string, port: number, o: NetnsSocketOptions = {}): Promise<net.Server> {
   const fd = native().bindInNetns(nsFd, 'tcp', address, port, o.mark ?? 0, o.transparent ? 1 : 0);
-  const server = net.createServer({ allowHalfOpen: true, pauseOnConnect: false });
+  const server = net.createServer({ allowHalfOpen: true, pauseOnConnect: o.pauseOnConnect ?? false });
   return new Promise((resolve, reject) => {
     server.once('error', (e) => { closeSync(fd); reject(e); });
     server.listen({ fd }, () => resolve(server));

@@ -4,7 +4,7 @@ import { connect as tlsConnect, type ConnectionOptions, type PeerCertificate, ty
 import { noteUpstreamSans } from './upstream-sans.ts';
 import type { TlsState, UpstreamTls } from './context.ts';
 import { CHAIN_ERRORS, type SslStats } from './ssl-stats.ts';
-import { sansMatch } from '../matchers/san.ts';
+import { sansMatch, spiffeSanMatches } from '../matchers/san.ts';
 
 const SAN_MISMATCH = 'ERR_TLS_CERT_ALTNAME_INVALID';
 
@@ -17,14 +17,20 @@ export function secretsNotReadyError(tls: UpstreamTls): Error {
   return Object.assign(new Error(`TLS error: Secret is not supplied by SDS (${tls.missing().join(', ') || tls.secretNames.join(', ')})`), { code: 'UND_ERR_SOCKET' });
 }
 
+/** The peer passes the context's SAN matchers and, when one is required, presents that SPIFFE id. */
+function peerAccepted(state: TlsState, cert: PeerCertificate, identity: string | undefined): boolean {
+  return sansMatch(state.sanMatchers, cert) && (!identity || spiffeSanMatches(cert, [identity]));
+}
+
 /**
  * Connects with TLS as Envoy verifies an upstream: the chain against trusted_ca, and
  * the peer's SANs against the matchers — never the SNI against the certificate (Envoy
- * does no hostname check). Verification failures and handshake errors are counted in
- * `stats` (cluster.<name>.ssl.*). Without the context's secrets the returned socket
+ * does no hostname check). `identity`: the SPIFFE id the peer must also present (an HBONE
+ * destination known to workload discovery). Verification failures and handshake errors are
+ * counted in `stats` (cluster.<name>.ssl.*). Without the context's secrets the returned socket
  * fails at once with secretsNotReadyError.
  */
-export function connectUpstreamTls(tls: UpstreamTls, address: string, port: number, alpn: readonly string[], stats?: SslStats, override?: readonly string[],
+export function connectUpstreamTls(tls: UpstreamTls, address: string, port: number, alpn: readonly string[], stats?: SslStats, override?: readonly string[], identity?: string,
   onread?: { buffer: Buffer; callback: (n: number) => boolean }): Socket {
   const state = tls.current();
   if (!state) {
@@ -40,18 +46,20 @@ export function connectUpstreamTls(tls: UpstreamTls, address: string, port: numb
     rejectUnauthorized: state.verifyPeer,
     // Istio's ALPN filter (request filter state) replaces the context's list, as Envoy's application-protocol override.
     ALPNProtocols: override?.length ? [...override] : tls.alpn.length ? [...tls.alpn] : [...alpn],
-    checkServerIdentity: (_host: string, cert: PeerCertificate) => (sansMatch(state.sanMatchers, cert) ? undefined : sanError()),
+    checkServerIdentity: (_host: string, cert: PeerCertificate) => (peerAccepted(state, cert, identity) ? undefined : sanError()),
     // Decrypted bytes straight into the caller's buffer: no Buffer and no Readable per read
     // (tls.connect takes net's `onread`; @types/node does not list it).
     onread,
   };
   const socket = tlsConnect(options);
-  watchHandshake(socket, state, stats);
+  // Envoy sets TCP_NODELAY on every upstream connection: a small write (an HTTP/2 frame, a request head) goes out at once.
+  socket.setNoDelay(true);
+  watchHandshake(socket, state, stats, identity);
   socket.once('secureConnect', () => noteUpstreamSans(address, port, socket));
   return socket;
 }
 
-function watchHandshake(socket: TLSSocket, state: TlsState, stats: SslStats | undefined): void {
+function watchHandshake(socket: TLSSocket, state: TlsState, stats: SslStats | undefined, identity: string | undefined): void {
   let done = false;
   const onError = (err: NodeJS.ErrnoException): void => {
     if (done) return;
@@ -69,7 +77,7 @@ function watchHandshake(socket: TLSSocket, state: TlsState, stats: SslStats | un
     done = true;
     socket.removeListener('error', onError);
     // checkServerIdentity only runs when the chain is verified; SAN matchers apply regardless (Envoy).
-    if (!state.verifyPeer && state.sanMatchers.length && !sansMatch(state.sanMatchers, socket.getPeerCertificate())) {
+    if (!state.verifyPeer && (state.sanMatchers.length || identity) && !peerAccepted(state, socket.getPeerCertificate(), identity)) {
       stats?.failVerifySan.inc();
       stats?.connectionError.inc();
       socket.destroy(sanError());

@@ -1,4 +1,4 @@
-import type { Gauge, Scope, StatsStore } from '../stats/store.ts';
+import type { Gauge, Scope } from '../stats/store.ts';
 import type { CircuitBreakerLimits } from './cluster-config.ts';
 
 /**
@@ -36,6 +36,18 @@ export class Resource {
   }
 }
 
+interface ResourceNames { readonly open: string; readonly remaining: string }
+
+function resourceNames(priority: string, open: string, remaining: string): ResourceNames {
+  return { open: `circuit_breakers.${priority}.${open}`, remaining: `circuit_breakers.${priority}.remaining_${remaining}` };
+}
+
+/** The gauges' names, built once (not per cluster: 20,000 clusters × 20 names). */
+const STAT_NAMES = Object.fromEntries((['default', 'high'] as const).map((p) => [p, {
+  cx: resourceNames(p, 'cx_open', 'cx'), pending: resourceNames(p, 'rq_pending_open', 'pending'), rq: resourceNames(p, 'rq_open', 'rq'),
+  retries: resourceNames(p, 'rq_retry_open', 'retries'), cxPools: resourceNames(p, 'cx_pool_open', 'cx_pools'),
+}])) as Record<'default' | 'high', Record<'cx' | 'pending' | 'rq' | 'retries' | 'cxPools', ResourceNames>>;
+
 /**
  * A cluster's circuit breakers for one priority, as plain counts (one event loop
  * owns them). Stats under `cluster.<name>.circuit_breakers.<priority>.*`.
@@ -51,26 +63,18 @@ export class CircuitBreakers {
   readonly retries: Resource;
   /** max_connection_pools is not supported (refused at load): unlimited, as Envoy's default (2^32 − 1). */
   readonly connectionPools: Resource;
-  private readonly scope: Scope;
-
-  constructor(limits: CircuitBreakerLimits, store: StatsStore, cluster: string, priority: 'default' | 'high') {
-    const p = store.scope('cluster', 'envoy_cluster_name', cluster);
-    this.scope = p;
-    const g = (s: string): Gauge => p.gauge(`circuit_breakers.${priority}.${s}`);
-    const r = (s: string): Gauge | undefined => (limits.trackRemaining ? g(`remaining_${s}`) : undefined);
-    this.connections = new Resource(limits.maxConnections, g('cx_open'), r('cx'));
-    this.pending = new Resource(limits.maxPendingRequests, g('rq_pending_open'), r('pending'));
-    this.requests = new Resource(limits.maxRequests, g('rq_open'), r('rq'));
-    this.retries = new Resource(limits.maxRetries, g('rq_retry_open'), r('retries'));
-    this.connectionPools = new Resource(4294967295, g('cx_pool_open'), r('cx_pools'));
+  /** `p`: the cluster's stats scope (ClusterStats.scope), which releases these gauges with the cluster's. */
+  constructor(limits: CircuitBreakerLimits, p: Scope, priority: 'default' | 'high') {
+    const names = STAT_NAMES[priority];
+    const resource = (max: number, r: ResourceNames): Resource => new Resource(max, p.gauge(r.open), limits.trackRemaining ? p.gauge(r.remaining) : undefined);
+    this.connections = resource(limits.maxConnections, names.cx);
+    this.pending = resource(limits.maxPendingRequests, names.pending);
+    this.requests = resource(limits.maxRequests, names.rq);
+    this.retries = resource(limits.maxRetries, names.retries);
+    this.connectionPools = resource(4294967295, names.cxPools);
   }
 
   detach(): void {
     for (const r of [this.connections, this.pending, this.requests, this.retries, this.connectionPools]) r.detach();
-  }
-
-  /** Drops the gauges from the store (the cluster was removed). */
-  release(): void {
-    this.scope.release();
   }
 }

@@ -120,11 +120,14 @@ export interface ClusterConfig {
   readonly upstreamMx: string | undefined;
   /** Cluster metadata.filter_metadata. */
   readonly metadata: Readonly<Record<string, unknown>> | undefined;
-  /** The config as written, for /config_dump. */
-  readonly source: Record<string, unknown>;
+  /**
+   * The config as written, for /config_dump of static clusters. Not kept for CDS clusters (the
+   * config layer remembers those as bytes): 20,000 of them held ~1.3 KB of JSON each.
+   */
+  readonly source: Record<string, unknown> | undefined;
 }
 
-export function compileCluster(m: Msg): ClusterConfig {
+export function compileCluster(m: Msg, keepSource = true): ClusterConfig {
   const name = m.requiredStr('name');
   for (const f of NOT_YET) if (m.has(f)) throw m.error(f, 'is not supported yet');
   const type = m.enumOf('type', DISCOVERY_TYPES);
@@ -176,7 +179,7 @@ export function compileCluster(m: Msg): ClusterConfig {
     sourceAddress: readUpstreamBind(m, tls !== undefined || socketMatches.some((t) => t.tls !== undefined)),
     upstreamMx: readUpstreamMetadataExchange(m),
     metadata: readFilterMetadata(m),
-    source: m.raw,
+    source: keepSource ? m.raw : undefined,
   };
 }
 

@@ -61,7 +61,8 @@ export class ClusterStats {
   readonly membershipHealthy: Gauge;
   /** ssl.* and client_ssl_socket_factory.*, for clusters with a TLS transport socket. */
   readonly ssl: SslStats | undefined;
-  private readonly scope: Scope;
+  /** `cluster.<name>.`: the cluster's circuit breakers and outlier detection make their stats here too. */
+  readonly scope: Scope;
   private matchCounts: Map<string, Counter> | undefined;
   private traffic: TrafficStats | undefined;
 
@@ -98,7 +99,7 @@ export class ClusterStats {
   get codes(): CodeClassCounters { return this.t.codes; }
   get rqTime(): Histogram { return this.t.rqTime; }
 
-  /** Drops these stats from the store (the cluster was removed). */
+  /** Drops every stat made through the scope from the store (the cluster was removed). */
   release(): void {
     this.scope.release();
   }

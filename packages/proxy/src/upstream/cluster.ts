@@ -56,10 +56,10 @@ export class Cluster {
   constructor(config: ClusterConfig, store: StatsStore) {
     this.config = config;
     this.stats = new ClusterStats(store, config.name, config.anyTls);
-    this.breakers = new CircuitBreakers(config.limits, store, config.name, 'default');
-    this.breakersHigh = new CircuitBreakers(config.limitsHigh, store, config.name, 'high');
+    this.breakers = new CircuitBreakers(config.limits, this.stats.scope, 'default');
+    this.breakersHigh = new CircuitBreakers(config.limitsHigh, this.stats.scope, 'high');
     if (config.outlier) {
-      this.outlier = new OutlierDetector(config.outlier, new OutlierStats(store, config.name), { onChange: () => this.updateHealthyGauge() });
+      this.outlier = new OutlierDetector(config.outlier, new OutlierStats(this.stats.scope), { onChange: () => this.updateHealthyGauge() });
       this.outlier.start();
     }
     this.hostSet = new HostSet([], this.lbPolicy());
@@ -293,10 +293,8 @@ export class Cluster {
    * these names): its `cluster.<name>.*` stats go with it, as in Envoy.
    */
   releaseStats(): void {
+    // (Circuit breakers and outlier detection made theirs through the same scope.)
     this.stats.release();
-    this.breakers.release();
-    this.breakersHigh.release();
-    this.outlier?.stats.release();
   }
 
   close(): void {

@@ -5,6 +5,7 @@ import { HboneClientPool, type HboneKey } from '../hbone/client-pool.ts';
 import type { Cluster } from './cluster.ts';
 import type { Host } from './host.ts';
 import { connectInternalHost } from './internal-upstream.ts';
+import { workloadDiscovery } from '../telemetry/istio/workload-peers.ts';
 
 /** Envoy's upstream HTTP idle_timeout default: a pooled tunnel connection without streams for an hour closes. */
 const TUNNEL_IDLE_MS = 3600_000;
@@ -32,15 +33,18 @@ function poolFor(cluster: Cluster): HboneClientPool {
   return pool;
 }
 
-function dialHost(cluster: Cluster, host: Host): Duplex {
+function dialHost(cluster: Cluster, host: Host, identity: string): Duplex {
   if (host.internal) return connectInternalHost(cluster, host, undefined);
-  if (host.tls) return connectUpstreamTls(host.tls, host.address, host.port, ['h2'], cluster.stats.ssl);
+  if (host.tls) return connectUpstreamTls(host.tls, host.address, host.port, ['h2'], cluster.stats.ssl, undefined, identity || undefined);
   return netConnect({ host: host.address, port: host.port, noDelay: true });
 }
 
 /** Opens `CONNECT authority` to the host; `onUp` gets the stream once a 2xx arrives. */
 export function openConnectTunnel(cluster: Cluster, host: Host, authority: string, headers: Readonly<Record<string, string | string[] | undefined>>,
   onUp: (stream: Duplex, response: Readonly<Record<string, unknown>>) => void, onFail: (err: Error) => void): void {
-  const key: HboneKey = { sourceIdentity: '', destinationIdentity: '', destination: host.hostPort };
-  poolFor(cluster).connect(key, authority, headers, () => dialHost(cluster, host)).then((t) => onUp(t.stream, t.responseHeaders), onFail);
+  // A destination workload discovery knows must present its own SPIFFE id (ztunnel's rule; istiod's
+  // connect_originate only asks for the trust domain): a waypoint never tunnels to an impostor.
+  const identity = host.tls && !host.internal ? workloadDiscovery.identityOf(host.address) ?? '' : '';
+  const key: HboneKey = { sourceIdentity: '', destinationIdentity: identity, destination: host.hostPort };
+  poolFor(cluster).connect(key, authority, headers, () => dialHost(cluster, host, identity)).then((t) => onUp(t.stream, t.responseHeaders), onFail);
 }

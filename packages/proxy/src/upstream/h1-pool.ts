@@ -294,7 +294,7 @@ class H1ClientConnection implements UpstreamConnectionInfo {
     const o = pool.opts;
     const onread = { buffer: READ_BUFFER, callback: (n: number): boolean => this.onRead(n) };
     this.socket = o.connect ? o.connect() : o.tls
-      ? connectUpstreamTls(o.tls, o.address, o.port, ['http/1.1'], o.sslStats, o.alpnOverride, onread)
+      ? connectUpstreamTls(o.tls, o.address, o.port, ['http/1.1'], o.sslStats, o.alpnOverride, undefined, onread)
       : netConnect({ host: o.address, port: o.port, localAddress: o.localAddress, noDelay: true, onread });
     const socket = this.socket;
     this.call = first;

@@ -1,5 +1,5 @@
 import type { Msg } from '../config/fields.ts';
-import type { Counter, Gauge, Scope, StatsStore } from '../stats/store.ts';
+import type { Counter, Gauge, Scope } from '../stats/store.ts';
 import type { Host } from './host.ts';
 
 /**
@@ -126,11 +126,8 @@ export class OutlierStats {
   readonly consecutive5xx: Counter;
   readonly successRate: Counter;
 
-  private readonly scope: Scope;
-
-  constructor(store: StatsStore, cluster: string) {
-    const p = store.scope('cluster', 'envoy_cluster_name', cluster);
-    this.scope = p;
+  /** `p`: the cluster's stats scope (ClusterStats.scope), which releases these with the cluster's. */
+  constructor(p: Scope) {
     const n = (s: string): string => `outlier_detection.${s}`;
     this.active = p.gauge(n('ejections_active'));
     this.overflow = p.counter(n('ejections_overflow'));
@@ -142,10 +139,6 @@ export class OutlierStats {
     this.successRate = p.counter(n('ejections_success_rate'));
   }
 
-  /** Drops these stats from the store (the cluster was removed). */
-  release(): void {
-    this.scope.release();
-  }
 }
 
 /** Requests and successes in the current interval and the one before (the one the sweep judges). */

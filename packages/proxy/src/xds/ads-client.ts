@@ -9,6 +9,7 @@ import { Client, Metadata, type ChannelCredentials, type ClientDuplexStream } fr
 import { DELTA_METHOD, SOTW_METHOD, TYPE_URL } from './discovery.ts';
 import { DeltaProtocol, MalformedResponse, SotwProtocol, type AdsProtocol, type ProtocolEvents, type TypeState } from './ads-protocol.ts';
 import type { XdsHandler } from './types.ts';
+import { encodeInParts, type OutgoingRequest } from './request-parts.ts';
 import type { StatsStore } from '../stats/store.ts';
 import { logger } from '../core/log.ts';
 
@@ -79,9 +80,9 @@ export class AdsClient {
 
   /** The config layer's interest changed (new EDS clusters, new RDS names): tell the server. */
   resubscribe(): void {
-    this.enqueue(() => {
+    this.enqueue(async () => {
       if (!this.call || !this.protocol) return;
-      for (const b of this.protocol.resubscribe()) this.call.write(b);
+      await this.send(this.call, this.protocol.resubscribe());
     });
   }
 
@@ -115,13 +116,13 @@ export class AdsClient {
     // Built in the queue: a new stream resets per-stream state, which a response still being
     // applied on the old stream must not see half-way.
     let protocol: AdsProtocol | undefined;
-    this.enqueue(() => {
+    this.enqueue(async () => {
       if (this.call !== call) return;
       protocol = this.opts.delta
         ? new DeltaProtocol(this.handler, this.states, this.opts.node, events)
         : new SotwProtocol(this.handler, this.states, this.opts.node, events);
       this.protocol = protocol;
-      for (const b of protocol.open()) call.write(b);
+      await this.send(call, protocol.open());
     });
     // Responses wait their turn here; past a few, stop reading (HTTP/2 flow control holds the rest
     // at the server), so a server flooding responses cannot grow this queue without bound.
@@ -144,7 +145,7 @@ export class AdsClient {
 
   private async handle(call: ClientDuplexStream<Buffer, Buffer>, protocol: AdsProtocol | undefined, bytes: Buffer): Promise<void> {
     if (this.call !== call || !protocol) return;
-    let out: Buffer[];
+    let out: OutgoingRequest[];
     try {
       out = await protocol.onResponse(bytes);
       this.failures = 0;
@@ -155,8 +156,16 @@ export class AdsClient {
       call.cancel();
       return;
     }
-    if (this.call !== call) return;
-    for (const b of out) call.write(b);
+    await this.send(call, out);
+  }
+
+  /** Encodes (in time slices: a subscription may name 20,000 resources) and writes, in order, while the stream is current. */
+  private async send(call: ClientDuplexStream<Buffer, Buffer>, requests: readonly OutgoingRequest[]): Promise<void> {
+    for (const r of requests) {
+      const bytes = await encodeInParts(r);
+      if (this.call !== call) return;
+      call.write(bytes);
+    }
   }
 
   private broken(call: ClientDuplexStream<Buffer, Buffer>, why: string): void {

@@ -3,10 +3,9 @@
  * response bytes and produce request bytes. Versions and nonces live in `TypeState`,
  * which survives reconnects (a new stream resumes from the last accepted versions).
  */
-import {
-  decodeDeltaResponse, decodeSotwResponse, encodeDeltaRequest, encodeSotwRequest,
-} from './discovery.ts';
-import { screenResponse, type Screened } from './screen.ts';
+import { decodeAnyBytes, decodeDeltaResource, splitDeltaResponse, splitSotwResponse } from './discovery.ts';
+import type { OutgoingRequest } from './request-parts.ts';
+import { screenResponse, type ResponseItem, type ResponseItems, type Screened } from './screen.ts';
 import { nackMessage, SOTW_FULL_STATE, SUBSCRIBE_ORDER, type XdsHandler, type XdsInterest, type XdsRejection } from './types.ts';
 import { log } from '../core/log.ts';
 
@@ -20,8 +19,14 @@ function parse<T>(decode: (bytes: Uint8Array) => T, bytes: Uint8Array, what: str
   try {
     return decode(bytes);
   } catch (e) {
+    if (e instanceof MalformedResponse) throw e;
     throw new MalformedResponse(`cannot decode a ${what} (${bytes.length} bytes): ${(e as Error).message}`);
   }
+}
+
+/** A response's resources, each decoded when screening reaches it (bytes that do not decode reset the stream). */
+function lazyItems(entries: readonly Uint8Array[], what: string, item: (bytes: Uint8Array) => ResponseItem | undefined): ResponseItems {
+  return { length: entries.length, at: (i) => parse(item, entries[i], what) };
 }
 
 /** What the client remembers per type across streams. */
@@ -50,16 +55,17 @@ export interface ProtocolEvents {
   rejected(typeUrl: string, version: string, message: string): void;
 }
 
+/** Requests come out unencoded: the client encodes them in time slices (request-parts.ts). */
 export interface AdsProtocol {
   /** The first requests on a new stream (node on the first one). */
-  open(): Buffer[];
+  open(): OutgoingRequest[];
   /**
    * A response arrived: apply it and return the ACK/NACK plus any follow-up subscription changes.
    * Throws MalformedResponse for bytes that are not a response (the stream is then reset).
    */
-  onResponse(bytes: Buffer): Promise<Buffer[]>;
+  onResponse(bytes: Buffer): Promise<OutgoingRequest[]>;
   /** Re-evaluate subscriptions (a handler's interest changed): requests to send now. */
-  resubscribe(): Buffer[];
+  resubscribe(): OutgoingRequest[];
 }
 
 /** What both wire protocols share: the handler, per-type state, and the node sent once per stream. */
@@ -92,11 +98,11 @@ abstract class ProtocolBase {
     return s;
   }
 
-  open(): Buffer[] {
+  open(): OutgoingRequest[] {
     return this.resubscribe();
   }
 
-  abstract resubscribe(): Buffer[];
+  abstract resubscribe(): OutgoingRequest[];
 
   /** The type's subscription on this stream, or undefined (logged) when nothing of it was asked for. */
   protected subscription(typeUrl: string): TypeState | undefined {
@@ -140,15 +146,15 @@ abstract class ProtocolBase {
 }
 
 export class SotwProtocol extends ProtocolBase implements AdsProtocol {
-  private request(typeUrl: string, s: TypeState, names: readonly string[], error?: string): Buffer {
-    return encodeSotwRequest({
+  private request(typeUrl: string, s: TypeState, names: readonly string[], error?: string): OutgoingRequest {
+    return { delta: false, request: {
       version_info: s.version, node: this.nodeOnce(), resource_names: names, type_url: typeUrl, response_nonce: s.nonce,
       error_detail: error === undefined ? undefined : { code: INVALID_ARGUMENT, message: error },
-    });
+    } };
   }
 
-  resubscribe(): Buffer[] {
-    const out: Buffer[] = [];
+  resubscribe(): OutgoingRequest[] {
+    const out: OutgoingRequest[] = [];
     for (const typeUrl of SUBSCRIBE_ORDER) {
       const want = this.handler.interest(typeUrl);
       const s = this.stateOf(typeUrl);
@@ -163,13 +169,13 @@ export class SotwProtocol extends ProtocolBase implements AdsProtocol {
     return out;
   }
 
-  async onResponse(bytes: Buffer): Promise<Buffer[]> {
-    const r = parse(decodeSotwResponse, bytes, 'DiscoveryResponse');
+  async onResponse(bytes: Buffer): Promise<OutgoingRequest[]> {
+    const { response: r, resources } = parse(splitSotwResponse, bytes, 'DiscoveryResponse');
     const s = this.subscription(r.type_url);
     if (!s) return [];
     s.nonce = r.nonce;
     const full = SOTW_FULL_STATE.has(r.type_url);
-    const items = r.resources.map((any) => ({ version: r.version_info, any }));
+    const items = lazyItems(resources, 'DiscoveryResponse resource', (b) => ({ version: r.version_info, any: decodeAnyBytes(b) }));
     const sc = await screenResponse(r.type_url, items, [], ProtocolBase.wanted(s), { delta: false, full });
     const { error } = await this.applyScreened(r.type_url, r.version_info, sc, full);
     // A NACK repeats the last accepted version (Envoy: the rejected version is never acknowledged).
@@ -180,8 +186,8 @@ export class SotwProtocol extends ProtocolBase implements AdsProtocol {
 }
 
 export class DeltaProtocol extends ProtocolBase implements AdsProtocol {
-  resubscribe(): Buffer[] {
-    const out: Buffer[] = [];
+  resubscribe(): OutgoingRequest[] {
+    const out: OutgoingRequest[] = [];
     for (const typeUrl of SUBSCRIBE_ORDER) {
       const want = this.handler.interest(typeUrl);
       const s = this.stateOf(typeUrl);
@@ -191,11 +197,11 @@ export class DeltaProtocol extends ProtocolBase implements AdsProtocol {
         s.sentWildcard = want.wildcard;
         s.sent = new Set(want.names);
         s.revision = want.revision;
-        out.push(encodeDeltaRequest({
+        out.push({ delta: true, request: {
           node: this.nodeOnce(), type_url: typeUrl,
           resource_names_subscribe: want.wildcard ? [] : [...want.names], resource_names_unsubscribe: [],
           initial_resource_versions: Object.fromEntries(s.versions), response_nonce: '',
-        }));
+        } });
         continue;
       }
       if (want.wildcard || unchanged(want, s)) continue;
@@ -205,27 +211,30 @@ export class DeltaProtocol extends ProtocolBase implements AdsProtocol {
       s.sent = new Set(want.names);
       s.revision = want.revision;
       for (const n of unsubscribe) s.versions.delete(n);
-      out.push(encodeDeltaRequest({
+      out.push({ delta: true, request: {
         node: this.nodeOnce(), type_url: typeUrl, resource_names_subscribe: subscribe, resource_names_unsubscribe: unsubscribe,
         initial_resource_versions: {}, response_nonce: '',
-      }));
+      } });
     }
     return out;
   }
 
-  async onResponse(bytes: Buffer): Promise<Buffer[]> {
-    const r = parse(decodeDeltaResponse, bytes, 'DeltaDiscoveryResponse');
+  async onResponse(bytes: Buffer): Promise<OutgoingRequest[]> {
+    const { response: r, resources } = parse(splitDeltaResponse, bytes, 'DeltaDiscoveryResponse');
     const s = this.subscription(r.type_url);
     if (!s) return [];
-    const items = r.resources.filter((x) => x.resource !== undefined).map((x) => ({ name: x.name, version: x.version, any: x.resource! }));
+    const items = lazyItems(resources, 'DeltaDiscoveryResponse resource', (b) => {
+      const x = decodeDeltaResource(b);
+      return x.resource ? { name: x.name, version: x.version, any: x.resource } : undefined;
+    });
     const sc = await screenResponse(r.type_url, items, r.removed_resources, ProtocolBase.wanted(s), { delta: true, full: false });
     const { error, refused } = await this.applyScreened(r.type_url, r.system_version_info, sc, false);
     for (const res of sc.resources) if (!refused.has(res.name)) s.versions.set(res.name, res.version);
     for (const n of sc.removed) s.versions.delete(n);
-    const ack = encodeDeltaRequest({
+    const ack: OutgoingRequest = { delta: true, request: {
       type_url: r.type_url, resource_names_subscribe: [], resource_names_unsubscribe: [], initial_resource_versions: {},
       response_nonce: r.nonce, error_detail: error === undefined ? undefined : { code: INVALID_ARGUMENT, message: error },
-    });
+    } };
     return [ack, ...this.resubscribe()];
   }
 }

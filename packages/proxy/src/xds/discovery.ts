@@ -7,6 +7,8 @@ import type { Type } from 'protobufjs';
 import { typeForUrl } from './protos.ts';
 import { toPlainMessage } from './encode.ts';
 import { messageToJson } from './decode.ts';
+import { readerOf } from './flat-reader.ts';
+import { splitRepeated } from './wire-split.ts';
 
 export const TYPE_URL = {
   listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
@@ -87,7 +89,7 @@ const types = new Map<string, Type>();
 function t(name: string): Type {
   let type = types.get(name);
   if (!type) {
-    const found = typeForUrl(`type.googleapis.com/envoy.service.discovery.v3.${name}`);
+    const found = typeForUrl(`type.googleapis.com/${name.includes('.') ? name : `envoy.service.discovery.v3.${name}`}`);
     if (!found) throw new Error(`xDS proto ${name} not loaded`);
     type = found;
     types.set(name, type);
@@ -102,7 +104,7 @@ function encode(name: string, plain: Json): Buffer {
 }
 
 function decode(name: string, bytes: Uint8Array): Json {
-  return t(name).decode(bytes) as unknown as Json;
+  return t(name).decode(readerOf(bytes)) as unknown as Json;
 }
 
 function nodePlain(node: Json | undefined): Json | undefined {
@@ -181,4 +183,36 @@ export function decodeDeltaResponse(bytes: Uint8Array): DeltaResponse {
     removed_resources: m.removed_resources ?? [],
     resources: (m.resources ?? []).map((x) => ({ name: String(x.name ?? ''), version: String(x.version ?? ''), resource: x.resource ? anyOf(x.resource) : undefined })),
   };
+}
+
+/**
+ * A response whose resources are still bytes (SotW: each an encoded Any; Delta: each an encoded
+ * Resource): decodeAnyBytes / decodeDeltaResource read one at a time, so a 20,000-resource
+ * response is never decoded in one task.
+ */
+export interface SplitResponse<R> {
+  readonly response: R;
+  readonly resources: readonly Uint8Array[];
+}
+
+/** The resources field (2) of DiscoveryResponse and DeltaDiscoveryResponse. */
+const RESOURCES_FIELD = 2;
+
+export function splitSotwResponse(bytes: Uint8Array): SplitResponse<SotwResponse> {
+  const { entries, rest } = splitRepeated(bytes, RESOURCES_FIELD);
+  return { response: decodeSotwResponse(rest), resources: entries };
+}
+
+export function splitDeltaResponse(bytes: Uint8Array): SplitResponse<DeltaResponse> {
+  const { entries, rest } = splitRepeated(bytes, RESOURCES_FIELD);
+  return { response: decodeDeltaResponse(rest), resources: entries };
+}
+
+export function decodeAnyBytes(bytes: Uint8Array): AnyBytes {
+  return anyOf(decode('google.protobuf.Any', bytes));
+}
+
+export function decodeDeltaResource(bytes: Uint8Array): DeltaResource {
+  const x = decode('Resource', bytes);
+  return { name: String(x.name ?? ''), version: String(x.version ?? ''), resource: x.resource ? anyOf(x.resource) : undefined };
 }

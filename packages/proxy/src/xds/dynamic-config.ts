@@ -15,8 +15,8 @@ import type { ListenerManager } from '../listener/manager.ts';
 import { TYPE_URL } from './discovery.ts';
 import type { XdsHandler, XdsInterest, XdsRejection, XdsResource, XdsUpdate } from './types.ts';
 import { removeExtensionConfig, setExtensionConfig } from './ecds.ts';
-import { adsSecretNames, contentHash, edsFetchTimeoutMs, validateExtension } from './resource-refs.ts';
-import { ErrorLog, type TrackedResource } from './state.ts';
+import { adsSecretNames, edsFetchTimeoutMs, validateExtension } from './resource-refs.ts';
+import { ErrorLog, resourceHash, track, type TrackedResource } from './state.ts';
 import { InitialFetchTimers } from './fetch-timers.ts';
 import { DynamicListeners, type WarmingListener } from './dynamic-listeners.ts';
 import { EdsIndex } from './eds-index.ts';
@@ -35,7 +35,9 @@ export interface ExtraTypeSink {
 }
 
 const NO_NAMES: ReadonlySet<string> = new Set();
-const NO_CONFIG: Json = Object.freeze({});
+
+export interface ClusterChange { readonly rebuilt: readonly XdsResource[]; readonly removed: readonly string[] }
+const NO_CHANGE: ClusterChange = { rebuilt: [], removed: [] };
 
 /** An EDS resource as the main thread forwards it to --concurrency workers: already compiled. */
 export interface CompiledAssignment extends XdsResource {
@@ -49,8 +51,15 @@ export class DynamicConfig implements XdsHandler {
   readonly eds = new EdsIndex();
   /** False on --concurrency workers: accepted cluster configs are not kept for /config_dump. */
   retainConfig = true;
-  /** What the last CDS update changed: the resources rebuilt and the names removed (what workers are sent). */
-  lastClusterChange: { readonly rebuilt: readonly XdsResource[]; readonly removed: readonly string[] } = { rebuilt: [], removed: [] };
+  /**
+   * What the last CDS update changed, for --concurrency workers (see takeClusterChange): the
+   * resources rebuilt and the names removed. Only recorded with workers to tell: it holds the JSON.
+   */
+  private lastClusterChange: ClusterChange = NO_CHANGE;
+  /** Set by the server when workers follow this thread's updates. */
+  recordClusterChanges = false;
+  /** The assignment names the last EDS update stored (what workers are sent, compiled). */
+  lastEndpointsStored: ReadonlySet<string> = NO_NAMES;
   /** SDS secret names (config source `ads`) each listener / cluster names, by resource name. */
   private readonly adsSecrets = new Map<string, readonly string[]>();
   readonly secrets = new Map<string, TrackedResource>();
@@ -195,23 +204,23 @@ export class DynamicConfig implements XdsHandler {
       if (slice.due) await slice.next();
       seen.add(r.name);
       if (this.staticClusters.has(r.name)) { this.reject(u.typeUrl, r, `cluster '${r.name}' is static and cannot be updated by CDS`, out); continue; }
-      const hash = contentHash(r.json);
+      const hash = resourceHash(r);
       if ((this.warmingClusters.get(r.name)?.tracked ?? this.activeClusters.get(r.name))?.hash === hash) { this.accepted(u.typeUrl, r.name); continue; }
       let cluster: Cluster;
       try {
-        cluster = this.clusters.build(compileCluster(new Msg(r.json, '')));
+        cluster = this.clusters.build(compileCluster(new Msg(r.json, ''), false));
       } catch (e) {
         this.reject(u.typeUrl, r, (e as Error).message, out);
         continue;
       }
       this.accepted(u.typeUrl, r.name);
-      rebuilt.push(r);
+      if (this.recordClusterChanges) rebuilt.push(r);
       // Only clusters that name ADS secrets get an entry: SDS interest walks this map after every response.
       const secretNames = adsSecretNames(r.json);
       if (secretNames.length) this.adsSecrets.set(`cluster/${r.name}`, secretNames);
       else this.adsSecrets.delete(`cluster/${r.name}`);
       // (A --concurrency worker serves no config_dump: it keeps the hash, not the config.)
-      const tracked = { version: r.version || u.version, lastUpdated: Date.now(), json: this.retainConfig ? r.json : NO_CONFIG, hash };
+      const tracked = track(r, r.version || u.version, hash, this.retainConfig);
       // An update of a live cluster takes the endpoints it has (a removed one's went with it).
       const cla = cluster.config.type === 'EDS' ? this.eds.assignments.get(cluster.config.edsServiceName) : undefined;
       if (cla) cluster.setLoadAssignment(cla.endpoints);
@@ -233,8 +242,15 @@ export class DynamicConfig implements XdsHandler {
       if (this.activeClusters.delete(name)) this.removeActive(name);
       else warming?.releaseStats();
     }
-    this.lastClusterChange = { rebuilt, removed: removed.filter((n) => !this.staticClusters.has(n)) };
+    if (this.recordClusterChanges) this.lastClusterChange = { rebuilt, removed: removed.filter((n) => !this.staticClusters.has(n)) };
     this.publishClusterGauges();
+  }
+
+  /** What the last CDS update changed (once: it is forgotten here, not kept until the next update). */
+  takeClusterChange(): ClusterChange {
+    const change = this.lastClusterChange;
+    this.lastClusterChange = NO_CHANGE;
+    return change;
   }
 
   /** Puts a warmed cluster in place of the active one of that name. */
@@ -262,6 +278,8 @@ export class DynamicConfig implements XdsHandler {
 
   private async applyEndpoints(u: XdsUpdate, out: XdsRejection[]): Promise<void> {
     const slice = new TimeSlice();
+    const stored = new Set<string>();
+    this.lastEndpointsStored = stored;
     for (const r of u.resources) {
       if (slice.due) await slice.next();
       let endpoints: readonly EndpointConfig[];
@@ -274,7 +292,8 @@ export class DynamicConfig implements XdsHandler {
       this.accepted(u.typeUrl, r.name);
       this.fetchTimers.done(`eds/${r.name}`);
       // Not stored when no cluster uses the name (a removed cluster's, or one nobody asked for).
-      if (this.eds.store(r.name, { tracked: { version: r.version || u.version, lastUpdated: Date.now(), json: r.json, hash: '' }, endpoints })) {
+      if (this.eds.store(r.name, { tracked: track(r, r.version || u.version, '', true), endpoints })) {
+        stored.add(r.name);
         this.deliverEndpoints(r.name, endpoints);
       }
     }

@@ -12,6 +12,7 @@
 import { decodeResource } from './decode.ts';
 import { TYPE_URL, type AnyBytes } from './discovery.ts';
 import { typeForUrl } from './protos.ts';
+import { readerOf } from './flat-reader.ts';
 import { resourceName, type XdsRejection, type XdsResource } from './types.ts';
 import { TimeSlice } from '../core/time-slice.ts';
 
@@ -22,6 +23,13 @@ export interface ResponseItem {
   readonly name?: string;
   readonly version: string;
   readonly any: AnyBytes;
+}
+
+/** The response's resources, read one at a time (an array will do; the ADS client decodes each on `at`). */
+export interface ResponseItems {
+  readonly length: number;
+  /** Undefined: nothing to screen (a Delta Resource wrapper without a resource). */
+  at(i: number): ResponseItem | undefined;
 }
 
 export interface Screened {
@@ -51,15 +59,17 @@ export function resourceKind(typeUrl: string): string {
  * Decoding runs in time slices (20,000 clusters take seconds): the loop also serves traffic.
  */
 export async function screenResponse(
-  typeUrl: string, items: readonly ResponseItem[], removedNames: readonly string[],
+  typeUrl: string, items: ResponseItems, removedNames: readonly string[],
   subscribed: ((name: string) => boolean) | undefined, opts: { readonly delta: boolean; readonly full: boolean },
 ): Promise<Screened> {
   const lines: XdsRejection[] = [];
   const named: XdsRejection[] = [];
-  const decoded: Array<{ name: string; version: string; json: Json | undefined; error?: string }> = [];
+  const decoded: Array<{ name: string; version: string; json: Json | undefined; any: AnyBytes; error?: string }> = [];
   const slice = new TimeSlice();
-  for (const [i, it] of items.entries()) {
+  for (let i = 0; i < items.length; i++) {
     if (slice.due) await slice.next();
+    const it = items.at(i);
+    if (!it) continue;
     const label = it.name || `resources[${i}]`;
     if (it.any.type_url !== typeUrl) {
       lines.push({ name: label, message: `type URL ${it.any.type_url || '(empty)'} does not match the message-wide type URL ${typeUrl}` });
@@ -70,13 +80,13 @@ export async function screenResponse(
       const json = decodeResource(it.any);
       const name = it.name || resourceName(typeUrl, json);
       if (name === '') throw new Error('resource has no name');
-      decoded.push({ name, version: it.version, json });
+      decoded.push({ name, version: it.version, json, any: it.any });
     } catch (e) {
       // Decodes at its own level (a nested Any is unknown): refused alone, by name. Not at all: fatal.
       const top = decodeTop(typeUrl, it.any.value);
       const name = it.name || (top ? resourceName(typeUrl, top) : '');
       const message = (e as Error).message;
-      if (top && name !== '') decoded.push({ name, version: it.version, json: undefined, error: message });
+      if (top && name !== '') decoded.push({ name, version: it.version, json: undefined, any: it.any, error: message });
       else {
         lines.push({ name: label, message });
         if (it.name) named.push(lines[lines.length - 1]);
@@ -84,44 +94,49 @@ export async function screenResponse(
     }
   }
   if (slice.due) await slice.next();
-  if (opts.delta) duplicatesInDelta(decoded.map((d) => d.name), removedNames, lines, named);
+  if (opts.delta) await duplicatesInDelta(decoded.map((d) => d.name), removedNames, lines, named, slice);
   if (lines.length > 0) return { resources: [], refused: [], removed: [], fatal: { lines, named } };
 
   const resources: XdsResource[] = [];
   const refused: XdsRejection[] = [];
-  const copies = countNames(decoded.map((d) => d.name));
+  // (Delta refused duplicates above; SotW lets the first copy of a listener / cluster stand.)
+  const copies = opts.delta ? undefined : await countNames(decoded.map((d) => d.name), slice);
   const seen = new Set<string>();
   for (const d of decoded) {
     if (slice.due) await slice.next();
     if (subscribed && !subscribed(d.name)) continue;
     const first = !seen.has(d.name);
     seen.add(d.name);
-    if (!opts.delta && (copies.get(d.name) ?? 0) > 1 && (!first || !opts.full)) {
+    if (copies && (copies.get(d.name) ?? 0) > 1 && (!first || !opts.full)) {
       refused.push({ name: d.name, message: `duplicate ${resourceKind(typeUrl)} ${d.name} found` });
       continue;
     }
     if (d.json === undefined) refused.push({ name: d.name, message: d.error ?? 'cannot decode' });
-    else resources.push({ name: d.name, version: d.version, json: d.json });
+    else resources.push({ name: d.name, version: d.version, json: d.json, any: d.any });
   }
   const removed = subscribed ? removedNames.filter((n) => subscribed(n)) : [...removedNames];
   return { resources, refused, removed, fatal: undefined };
 }
 
-function countNames(names: readonly string[]): Map<string, number> {
+/** Names are checked in batches between time-slice checks: 20,000 of them are a few ms. */
+const NAME_BATCH = 1000;
+
+async function countNames(names: readonly string[], slice: TimeSlice): Promise<Map<string, number>> {
   const m = new Map<string, number>();
-  for (const n of names) m.set(n, (m.get(n) ?? 0) + 1);
+  for (let i = 0; i < names.length; i++) {
+    if (i % NAME_BATCH === 0 && slice.due) await slice.next();
+    m.set(names[i], (m.get(names[i]) ?? 0) + 1);
+  }
   return m;
 }
 
-function duplicatesInDelta(added: readonly string[], removed: readonly string[], lines: XdsRejection[], named: XdsRejection[]): void {
+async function duplicatesInDelta(added: readonly string[], removed: readonly string[], lines: XdsRejection[], named: XdsRejection[], slice: TimeSlice): Promise<void> {
   const names = new Set<string>();
   const refuse = (name: string, message: string): void => { lines.push({ name, message }); named.push({ name, message }); };
-  for (const n of added) {
-    if (names.has(n)) refuse(n, `duplicate name ${n} found among added/updated resources`);
-    names.add(n);
-  }
-  for (const n of removed) {
-    if (names.has(n)) refuse(n, `duplicate name ${n} found in the union of added+removed resources`);
+  for (let i = 0; i < added.length + removed.length; i++) {
+    if (i % NAME_BATCH === 0 && slice.due) await slice.next();
+    const n = i < added.length ? added[i] : removed[i - added.length];
+    if (names.has(n)) refuse(n, i < added.length ? `duplicate name ${n} found among added/updated resources` : `duplicate name ${n} found in the union of added+removed resources`);
     names.add(n);
   }
 }
@@ -129,7 +144,7 @@ function duplicatesInDelta(added: readonly string[], removed: readonly string[],
 /** The message decoded at its own level only (nested Anys stay bytes), or undefined when even that fails. */
 function decodeTop(typeUrl: string, value: Uint8Array): Json | undefined {
   try {
-    return typeForUrl(typeUrl)?.decode(value) as unknown as Json | undefined;
+    return typeForUrl(typeUrl)?.decode(readerOf(value)) as unknown as Json | undefined;
   } catch {
     return undefined;
   }

@@ -1,4 +1,4 @@
-import { TYPE_URL } from './discovery.ts';
+import { TYPE_URL, type AnyBytes } from './discovery.ts';
 
 type Json = Record<string, unknown>;
 
@@ -7,6 +7,8 @@ export interface XdsResource {
   readonly name: string;
   readonly version: string;
   readonly json: Json;
+  /** The resource as it came over ADS (screening keeps it): CDS / EDS remember these bytes, not the JSON. */
+  readonly any?: AnyBytes;
 }
 
 /**

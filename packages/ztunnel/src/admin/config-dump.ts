@@ -112,6 +112,24 @@ export function workloadStateJson(connections: ConnectionManager, locals: readon
   return out;
 }
 
+/**
+ * The connections dump (admin /connections) in the shape `istioctl ztunnel-config connections -o json`
+ * prints (its testdata connectionsdump.json): a list of workload states sorted by namespace then name,
+ * `{ state, connections: { inbound, outbound }, info: { name, namespace, trustDomain, serviceAccount } }`,
+ * with Go's string zero value — '' — where the config dump has null (no original destination).
+ */
+export function connectionsDump(connections: ConnectionManager, locals: readonly LocalWorkloadState[]): Json[] {
+  const sorted = [...locals].sort((a, b) => (a.namespace === b.namespace ? (a.name < b.name ? -1 : 1) : a.namespace < b.namespace ? -1 : 1));
+  return sorted.map((l) => {
+    const c = connections.connectionsOf(l.uid);
+    const entries = (list: typeof c.inbound): Json[] => list.map((e) => ({ src: e.src, originalDst: e.originalDst ?? '', actualDst: e.actualDst, protocol: e.protocol }));
+    return {
+      state: l.state, connections: { inbound: entries(c.inbound), outbound: entries(c.outbound) },
+      info: { name: l.name, namespace: l.namespace, trustDomain: '', serviceAccount: l.serviceAccount },
+    };
+  });
+}
+
 export function configDump(state: ProxyState, connections: ConnectionManager, certificates: readonly CertificateDump[], locals: readonly LocalWorkloadState[]): Json {
   const workloads: Json = {};
   for (const w of [...state.workloadsByUid.values()].sort((a, b) => (a.uid < b.uid ? -1 : 1))) {

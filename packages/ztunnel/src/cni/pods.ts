@@ -29,12 +29,14 @@ export function run(cmd: string, args: readonly string[], input?: string): strin
   return execFileSync(cmd, args, { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] });
 }
 
+/** Runs `cmd` in a namespace given by name (`ip netns`), by path (`/proc/<pid>/ns/net`: nsenter), or here (''). */
 function inNs(netns: string, cmd: string, args: readonly string[], input?: string): string {
+  if (netns.startsWith('/')) return run('nsenter', [`--net=${netns}`, cmd, ...args], input);
   return netns ? run('ip', ['netns', 'exec', netns, cmd, ...args], input) : run(cmd, args, input);
 }
 
 function ipCmd(netns: string, args: readonly string[]): string {
-  return run('ip', netns ? ['-n', netns, ...args] : [...args]);
+  return netns.startsWith('/') ? inNs(netns, 'ip', args) : run('ip', netns ? ['-n', netns, ...args] : [...args]);
 }
 
 export function netnsExists(name: string): boolean {
@@ -77,9 +79,15 @@ export function createPod(n: NodeNetwork, p: PodSpec): string {
   return `/var/run/netns/${p.name}`;
 }
 
+/** Ambient's in-pod rules and routes inside `netns` (a name under /var/run/netns or a path). */
 export function applyInpodRules(netns: string, rules?: InpodRuleOptions): void {
   inNs(netns, 'iptables-restore', ['--wait', '10', '--noflush'], inpodIptables(rules));
   for (const r of INPOD_ROUTES) ipCmd(netns, r);
+}
+
+/** Whether ambient's in-pod rules are in `netns` already (its nat table has ISTIO_PRERT). */
+export function inpodRulesPresent(netns: string): boolean {
+  return /^:ISTIO_PRERT /m.test(inNs(netns, 'iptables-save', ['-t', 'nat']));
 }
 
 export function deletePod(name: string): void {

@@ -31,6 +31,8 @@ export class CniStandIn {
   private snapshotWaiters: Array<() => void> = [];
   snapshots = 0;
   private stopped = false;
+  /** Called with each Ack as it arrives (the cni-standin command logs them). */
+  onAck: ((ack: AckRecord) => void) | undefined;
 
   constructor(path: string) {
     this.path = path;
@@ -78,7 +80,9 @@ export class CniStandIn {
     if (!reply) throw new Error(`ztunnel closed before acking ${request.kind}`);
     const error = decodeAck(reply.data);
     if (error === undefined) throw new Error('ztunnel answered without an Ack');
-    this.acks.push({ request, error });
+    const ack = { request, error };
+    this.acks.push(ack);
+    this.onAck?.(ack);
     return error;
   }
 

@@ -5,12 +5,11 @@
  * port), and assemble the authorization facts. Errors carry ztunnel's status: 400 for a bad or
  * mismatched authority, 503 when no upstream can be derived. Authorization (401) comes after.
  */
-import type { AuthzFacts } from '../core.ts';
+import { canonicalIpText, type AuthzFacts } from '../core.ts';
 import type { Service, Workload } from '../state/model.ts';
 import type { ProxyState } from '../state/store.ts';
 import { findAddress, findGateway } from '../state/upstream.ts';
 import type { ServiceDescription, SocketAddress } from '../outbound/request.ts';
-import { canonicalIp } from '../state/reader.ts';
 
 export type HboneAddress = { readonly kind: 'ip'; readonly addr: SocketAddress } | { readonly kind: 'host'; readonly hostname: string; readonly port: number };
 
@@ -52,7 +51,7 @@ export function parseAuthority(authority: string): HboneAddress | undefined {
   if (!m || Number(m[3]) > 65535) return undefined;
   const host = m[1] ?? m[2];
   const port = Number(m[3]);
-  const ip = canonicalIp(host);
+  const ip = canonicalIpText(host);
   if (ip !== undefined) return { kind: 'ip', addr: { address: ip, port } };
   if (m[1] !== undefined || !/^[a-zA-Z0-9.-]+$/.test(host)) return undefined;
   return { kind: 'host', hostname: host.toLowerCase(), port };

@@ -8,15 +8,15 @@ import { decideIstio, type HboneInbound } from '../core.ts';
 import { buildInboundRequest, InboundError, type InboundRequest } from '../inbound/request.ts';
 import { proxyV2Header } from '../inbound/proxy-protocol.ts';
 import type { SocketAddress } from '../outbound/request.ts';
-import { canonicalIp } from '../state/reader.ts';
 import { ConnectionResult, earlyDenyLine } from '../telemetry/connection-result.ts';
 import { baggage, hostPort } from './headers.ts';
 import type { ProxyInputs } from './inputs.ts';
 import { relayAndRecord } from './relay.ts';
 
 export function handleInboundHbone(pi: ProxyInputs, inbound: HboneInbound, responseBaggage: boolean): void {
-  const src: SocketAddress = { address: canonicalIp(inbound.remoteAddress) ?? inbound.remoteAddress, port: inbound.remotePort };
-  const dst: SocketAddress = { address: canonicalIp(inbound.localAddress) ?? inbound.localAddress, port: inbound.localPort };
+  // The core's HBONE server reports canonical addresses (IPv4-mapped as IPv4).
+  const src: SocketAddress = { address: inbound.remoteAddress, port: inbound.remotePort };
+  const dst: SocketAddress = { address: inbound.localAddress, port: inbound.localPort };
   const local = pi.localWorkload();
   const forwarded = inbound.headers.forwarded;
   let req: InboundRequest;

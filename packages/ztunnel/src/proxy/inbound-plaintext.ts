@@ -1,27 +1,25 @@
 /**
- * Plaintext inbound (15006 in the pod): callers outside the mesh reach the workload here. The
+ * Plaintext inbound (15006 in the pod), a terminal of the core's listener (which read the original
+ * destination): callers outside the mesh reach the workload here. The
  * connection is authorized with no peer identity — so a STRICT workload (istiod's DENY on
  * not_principals: presence) refuses it — then connected to the app, from the client's own address
  * when the listener is transparent, and kept under live policy.
  */
 import type net from 'node:net';
-import { decideIstio, originalDestination, type AuthzFacts } from '../core.ts';
+import { decideIstio, type AuthzFacts, type ConnInfo } from '../core.ts';
 import { guessInboundService } from '../inbound/request.ts';
 import type { SocketAddress } from '../outbound/request.ts';
-import { canonicalIp } from '../state/reader.ts';
 import { ConnectionResult, earlyDenyLine } from '../telemetry/connection-result.ts';
 import { hostPort } from './headers.ts';
 import type { ProxyInputs } from './inputs.ts';
-import { peerAddress } from './outbound.ts';
 import { relayAndRecord } from './relay.ts';
 
 const NONE: readonly string[] = Object.freeze([]);
 
-export function handleInboundPlaintext(pi: ProxyInputs, socket: net.Socket): void {
+export function handleInboundPlaintext(pi: ProxyInputs, socket: net.Socket, info: ConnInfo): void {
   socket.on('error', () => { /* recorded below */ });
-  const src = peerAddress(socket);
-  const o = originalDestination(socket);
-  const dst: SocketAddress = { address: canonicalIp(o.address) ?? o.address, port: o.port };
+  const src: SocketAddress = { address: info.remoteAddress, port: info.remotePort };
+  const dst: SocketAddress = info.originalDst;
   const local = pi.localWorkload();
   if (pi.illegalPorts.has(dst.port) || !local) {
     pi.accessLog(earlyDenyLine(hostPort(src), hostPort(dst), 'destination', local ? 'attempted recursive call to ourselves' : 'failed to fetch information about local workload'));

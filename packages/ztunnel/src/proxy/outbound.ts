@@ -1,22 +1,19 @@
 /**
- * The outbound proxy (15001 in the pod): each captured connection's original destination goes
- * through the decision record, then to plain TCP (from the pod, marked so the rules let it out)
- * or to an HBONE CONNECT; bytes are relayed and the outcome recorded once.
+ * The outbound proxy (15001 in the pod), a terminal of the core's listener: each captured
+ * connection's original destination (the listener read it, canonical) goes through the decision
+ * record, then to plain TCP (from the pod, marked so the rules let it out) or to an HBONE CONNECT;
+ * bytes are relayed and the outcome recorded once.
  */
+import { STATUS_CODES } from 'node:http';
 import type net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { originalDestination } from '../core.ts';
+import type { ConnInfo } from '../core.ts';
 import { buildOutboundRequest, type OutboundRequest, type SocketAddress } from '../outbound/request.ts';
 import { RoutingError } from '../state/upstream.ts';
-import { canonicalIp } from '../state/reader.ts';
 import { ConnectionResult, earlyDenyLine, type ResponseFlag } from '../telemetry/connection-result.ts';
 import { connectHeaders, hostPort } from './headers.ts';
 import type { ProxyInputs } from './inputs.ts';
 import { relayAndRecord } from './relay.ts';
-
-export function peerAddress(s: net.Socket): SocketAddress {
-  return { address: canonicalIp(s.remoteAddress ?? '') ?? '', port: s.remotePort ?? 0 };
-}
 
 /** The failure flag ztunnel reports for an HBONE error. */
 export function hboneFlag(e: Error & { code?: string; status?: number }): ResponseFlag {
@@ -28,11 +25,19 @@ export function hboneFlag(e: Error & { code?: string; status?: number }): Respon
   return 'CONNECT';
 }
 
-export function handleOutbound(pi: ProxyInputs, socket: net.Socket): void {
+/**
+ * The access log's error for a failed HBONE connect: a refusal by status in ztunnel's words
+ * (`http status: 401 Unauthorized`, as istio/ztunnel logs it — seen side by side in the interop run),
+ * anything else as it came.
+ */
+export function hboneErrorText(e: Error & { status?: number }): string {
+  return e.status !== undefined && e.status > 0 ? `http status: ${e.status} ${STATUS_CODES[e.status] ?? ''}`.trimEnd() : e.message;
+}
+
+export function handleOutbound(pi: ProxyInputs, socket: net.Socket, info: ConnInfo): void {
   socket.on('error', () => { /* recorded by the relay or the failure path */ });
-  const src = peerAddress(socket);
-  const o = originalDestination(socket);
-  const dst: SocketAddress = { address: canonicalIp(o.address) ?? o.address, port: o.port };
+  const src: SocketAddress = { address: info.remoteAddress, port: info.remotePort };
+  const dst: SocketAddress = info.originalDst;
   const local = pi.localWorkload();
   let req: OutboundRequest;
   try {
@@ -71,6 +76,6 @@ export function handleOutbound(pi: ProxyInputs, socket: net.Socket): void {
   run().catch((e: Error & { code?: string; status?: number }) => {
     socket.destroy();
     upstream?.destroy();
-    result.record(hbone ? e.message : `connection failed: ${e.message}`, hbone ? hboneFlag(e) : 'CONNECT');
+    result.record(hbone ? hboneErrorText(e) : `connection failed: ${e.message}`, hbone ? hboneFlag(e) : 'CONNECT');
   }).finally(untrack);
 }

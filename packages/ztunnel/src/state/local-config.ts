@@ -5,12 +5,12 @@
  * `{Exact: ...}` or, as serde_yaml writes enum variants and istio/ztunnel requires, `!Exact ...`). Unknown fields are refused with their path, as ztunnel's deny_unknown_fields.
  */
 import { parse } from 'yaml';
-import { ConfigError, type IstioStringMatch } from '../core.ts';
+import { canonicalIpText, ConfigError, type IstioStringMatch } from '../core.ts';
 import {
   workloadIdentity, type Authorization, type AuthorizationMatch, type GatewayAddress, type LoadBalancer, type LoadBalancerScope,
   type NetworkAddress, type NetworkCidr, type Service, type Workload,
 } from './model.ts';
-import { canonicalIp, Reader } from './reader.ts';
+import { Reader } from './reader.ts';
 
 export interface LocalConfig {
   readonly workloads: Workload[];
@@ -23,7 +23,7 @@ export function parseNetworkAddress(text: unknown, path: string): NetworkAddress
   if (typeof text !== 'string') throw new ConfigError(path, 'must be a string network/ip');
   const slash = text.indexOf('/');
   const network = slash < 0 ? '' : text.slice(0, slash);
-  const ip = canonicalIp(slash < 0 ? text : text.slice(slash + 1));
+  const ip = canonicalIpText(slash < 0 ? text : text.slice(slash + 1));
   if (ip === undefined) throw new ConfigError(path, `not a network/ip address: ${JSON.stringify(text)}`);
   return { network, address: ip };
 }
@@ -70,7 +70,7 @@ function workload(r: Reader): Workload {
   return {
     uid: r.str('uid'), name: r.str('name'), namespace,
     workloadIps: r.list('workloadIps').map((ip, i) => {
-      const c = typeof ip === 'string' ? canonicalIp(ip) : undefined;
+      const c = typeof ip === 'string' ? canonicalIpText(ip) : undefined;
       if (c === undefined) throw new ConfigError(`${r.at('workloadIps')}[${i}]`, `not an IP address: ${JSON.stringify(ip)}`);
       return c;
     }),
@@ -155,7 +155,7 @@ function cidrs(r: Reader, key: string): string[] {
     const path = `${r.at(key)}[${i}]`;
     if (typeof v !== 'string') throw new ConfigError(path, 'must be an ip/length string');
     const cut = v.indexOf('/');
-    if (canonicalIp(cut < 0 ? v : v.slice(0, cut)) === undefined) throw new ConfigError(path, `not a CIDR: ${JSON.stringify(v)}`);
+    if (canonicalIpText(cut < 0 ? v : v.slice(0, cut)) === undefined) throw new ConfigError(path, `not a CIDR: ${JSON.stringify(v)}`);
     return v;
   });
 }

@@ -3,23 +3,9 @@
  * ConfigError naming the field (`workloads[2].workloadIps[0]: ...`). Unknown keys are refused
  * when the caller lists the known ones (ztunnel's deny_unknown_fields).
  */
-import { isIP } from 'node:net';
-import { ConfigError } from '../core.ts';
+import { canonicalIpText, ConfigError } from '../core.ts';
 
 type Json = Record<string, unknown>;
-
-/** Canonical text of an IP address (IPv6 compressed, IPv4-mapped as IPv4), or undefined when it is not one. */
-export function canonicalIp(text: string): string | undefined {
-  const family = isIP(text);
-  if (family === 4) return text;
-  if (family !== 6) return undefined;
-  const v6 = new URL(`http://[${text}]/`).hostname.slice(1, -1);
-  // WHATWG writes an IPv4-mapped address as ::ffff:a00:1.
-  const m = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(v6);
-  if (!m) return v6;
-  const hi = parseInt(m[1], 16), lo = parseInt(m[2], 16);
-  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-}
 
 /** Raw IP bytes (base64 in proto-JSON) → canonical text. */
 export function ipFromBytes(b64: string, path: string): string {
@@ -28,7 +14,7 @@ export function ipFromBytes(b64: string, path: string): string {
   if (b.length === 16) {
     const groups: string[] = [];
     for (let i = 0; i < 16; i += 2) groups.push(b.readUInt16BE(i).toString(16));
-    return canonicalIp(groups.join(':')) as string;
+    return canonicalIpText(groups.join(':')) as string;
   }
   throw new ConfigError(path, `an IP address is 4 or 16 bytes, got ${b.length}`);
 }

@@ -1,8 +1,9 @@
 /**
  * A mesh in network namespaces for end-to-end tests and benchmarks: the topology (core + nodes),
- * the real skua-controlplane in the core (WDS from a watched file, and the CA when asked for),
- * a CNI stand-in per node, and a skua-ztunnel process per node in the node's namespace. Pods are
- * added to the CNI before ztunnel starts; `publish` rewrites the WDS file.
+ * the real skua-controlplane in the core (WDS from a watched file or Istio YAML, and the CA when
+ * asked for: in the same process, or apart — a second skua-controlplane with only --ca-address — so
+ * the CA can be taken down alone), a CNI stand-in per node, and a skua-ztunnel process per node in
+ * the node's namespace. Pods are added to the CNI before ztunnel starts; `publish` rewrites the WDS file.
  */
 import type { ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';
@@ -42,6 +43,9 @@ export interface ClusterPod {
   readonly path: string;
 }
 
+/** No CA; the CA in the control plane's process; the CA in a process of its own. */
+export type CaMode = 'none' | 'with-xds' | 'apart';
+
 export class ZtunnelCluster {
   readonly topo: Topology;
   readonly dir: string;
@@ -50,15 +54,19 @@ export class ZtunnelCluster {
   readonly ztunnels: ChildProcess[] = [];
   readonly logs: string[][] = [];
   controlplane: ChildProcess | undefined;
+  /** The CA's own process (CaMode 'apart'). */
+  caProcess: ChildProcess | undefined;
   readonly pods = new Map<string, ClusterPod>();
-  private readonly withCa: boolean;
+  private readonly caMode: CaMode;
   wds: Json[] = [];
+  /** Serve this directory of Istio YAML (`--istio`) instead of the WDS file `publish` writes. */
+  istioDir: string | undefined;
 
-  constructor(nodes: number, subnet: number, withCa: boolean) {
+  constructor(nodes: number, subnet: number, caMode: CaMode) {
     this.topo = new Topology(nodes, subnet);
     this.dir = mkdtempSync(join(tmpdir(), 'skua-zt-cluster-'));
     mkdirSync(join(this.dir, 'cp'));
-    this.withCa = withCa;
+    this.caMode = caMode;
   }
 
   addPods(defs: readonly PodDef[]): void {
@@ -77,17 +85,40 @@ export class ZtunnelCluster {
     renameSync(join(this.dir, 'cp', '.wds.tmp'), join(this.dir, 'cp', 'wds.json'));
   }
 
+  private readonly caArgs = (): string[] => ['--ca-address', `${this.topo.coreIp}:15012`, '--state-dir', join(this.dir, 'state')];
+  private readonly controlPlaneBin = join(ROOT, 'packages/controlplane/bin/skua-controlplane.js');
+
+  /** The WDS server (with the CA in 'with-xds' mode; in 'apart' mode also the CA when it is not running). */
   startControlPlane(): ChildProcess {
-    const ca = this.withCa ? ['--ca-address', `${this.topo.coreIp}:15012`, '--state-dir', join(this.dir, 'state')] : [];
-    this.controlplane = this.topo.spawnIn(this.topo.core, process.execPath, [join(ROOT, 'packages/controlplane/bin/skua-controlplane.js'),
-      '--config-dir', join(this.dir, 'cp'), '--xds-address', `${this.topo.coreIp}:15010`, ...ca]);
+    const ca = this.caMode === 'with-xds' ? this.caArgs() : [];
+    const source = this.istioDir ? ['--istio', this.istioDir] : ['--config-dir', join(this.dir, 'cp')];
+    this.controlplane = this.topo.spawnIn(this.topo.core, process.execPath, [this.controlPlaneBin,
+      ...source, '--xds-address', `${this.topo.coreIp}:15010`, ...ca]);
+    if (this.caMode === 'apart' && !running(this.caProcess)) this.startCa();
     return this.controlplane;
+  }
+
+  /** The CA alone ('apart' mode): a skua-controlplane with only --ca-address. */
+  startCa(): ChildProcess {
+    if (this.caMode !== 'apart') throw new Error(`the CA runs apart only in 'apart' mode (this cluster: ${this.caMode})`);
+    this.caProcess = this.topo.spawnIn(this.topo.core, process.execPath, [this.controlPlaneBin, ...this.caArgs()]);
+    return this.caProcess;
+  }
+
+  /** Stops the CA's own process; resolves to its exit code. */
+  async stopCa(): Promise<number | null> {
+    return this.caProcess ? this.topo.stop(this.caProcess, 'SIGTERM') : null;
+  }
+
+  /** Stops the whole control plane (WDS and the CA, wherever it runs); resolves to the exit codes. */
+  async stopControlPlane(): Promise<Array<number | null>> {
+    return Promise.all([this.controlplane, this.caProcess].filter((p): p is ChildProcess => running(p)).map((p) => this.topo.stop(p, 'SIGTERM')));
   }
 
   /** Control plane, CNI stand-ins with the mesh pods, one ztunnel per node; resolves when all are ready. */
   async start(defs: readonly PodDef[], env: Record<string, string> = {}): Promise<void> {
     let caEnv: Record<string, string> = { CA_ADDRESS: '' };
-    if (this.withCa) {
+    if (this.caMode !== 'none') {
       // The CA's root and the token key are made here first; the control plane loads the same ones.
       this.ca = await CertificateAuthority.create({ trustDomain: 'cluster.local', stateDir: join(this.dir, 'state') });
       writeFileSync(join(this.dir, 'root-cert.pem'), this.ca.rootCertPem);
@@ -156,4 +187,8 @@ export class ZtunnelCluster {
     await this.topo.destroy();
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+function running(p: ChildProcess | undefined): p is ChildProcess {
+  return p !== undefined && p.exitCode === null && p.signalCode === null;
 }

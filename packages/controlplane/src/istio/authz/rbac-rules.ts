@@ -80,22 +80,25 @@ interface Field {
 const httpOnly = (key: string, forTcp: boolean): void => { if (forTcp) throw new Skip(`"${key}" is HTTP only`); };
 
 // ---- principal generators ----
-const authenticated = (m: Json): Json => ({ authenticated: { principal_name: m } });
+/** How a principal's identity is matched: the connection's certificate (sidecars), or a waypoint's `io.istio.peer_principal` filter state. */
+export type PrincipalOf = (m: Json) => Json;
+export const CERTIFICATE: PrincipalOf = (m) => ({ authenticated: { principal_name: m } });
+export const PEER_FILTER_STATE: PrincipalOf = (m) => ({ filter_state: { key: 'io.istio.peer_principal', string_match: m } });
 const P = {
   srcIp: (v: string): Json => ({ direct_remote_ip: cidr(v) }),
   remoteIp: (v: string): Json => ({ remote_ip: cidr(v) }),
-  namespace: (v: string): Json => authenticated({ safe_regex: { regex: `.*/ns/${v.split('*').map(quoteMeta).join('.*')}/.*` } }),
-  trustDomain: (v: string): Json => {
-    if (v === '*') return authenticated({ prefix: 'spiffe://' });
-    if (!v.includes('*')) return authenticated({ prefix: `spiffe://${v}/` });
+  namespace: (id: PrincipalOf) => (v: string): Json => id({ safe_regex: { regex: `.*/ns/${v.split('*').map(quoteMeta).join('.*')}/.*` } }),
+  trustDomain: (id: PrincipalOf) => (v: string): Json => {
+    if (v === '*') return id({ prefix: 'spiffe://' });
+    if (!v.includes('*')) return id({ prefix: `spiffe://${v}/` });
     const [a, b] = [v.slice(0, v.indexOf('*')), v.slice(v.indexOf('*') + 1)];
-    return authenticated({ safe_regex: { regex: `spiffe://${quoteMeta(a)}[^/]*${quoteMeta(b)}/.*` } });
+    return id({ safe_regex: { regex: `spiffe://${quoteMeta(a)}[^/]*${quoteMeta(b)}/.*` } });
   },
-  serviceAccount: (ns: string) => (v: string): Json => {
+  serviceAccount: (ns: string, id: PrincipalOf) => (v: string): Json => {
     const [n, sa] = v.includes('/') ? [v.slice(0, v.indexOf('/')), v.slice(v.indexOf('/') + 1)] : [ns, v];
-    return authenticated({ safe_regex: { regex: `spiffe://.+/ns/${quoteMeta(n)}/(.+/|)sa/${quoteMeta(sa)}(/.+)?` } });
+    return id({ safe_regex: { regex: `spiffe://.+/ns/${quoteMeta(n)}/(.+/|)sa/${quoteMeta(sa)}(/.+)?` } });
   },
-  principal: (v: string): Json => authenticated(stringMatcher(v, 'spiffe://')),
+  principal: (id: PrincipalOf) => (v: string): Json => id(stringMatcher(v, 'spiffe://')),
   requestPrincipals: (values: readonly string[], forTcp: boolean): Json => {
     httpOnly('request.auth.principal', forTcp);
     const or = values.map((value) => {
@@ -143,7 +146,7 @@ const Q = {
   },
 };
 
-function whenField(key: string, values: readonly string[], notValues: readonly string[], ns: string): { field: Field; permission: boolean } {
+function whenField(key: string, values: readonly string[], notValues: readonly string[], ns: string, id: PrincipalOf): { field: Field; permission: boolean } {
   const f = (one?: Field['one'], all?: Field['all']): Field => ({ key, values, notValues, one, all });
   switch (key) {
     case 'destination.ip': return { field: f(Q.destIp), permission: true };
@@ -151,10 +154,10 @@ function whenField(key: string, values: readonly string[], notValues: readonly s
     case 'connection.sni': return { field: f(Q.sni), permission: true };
     case 'source.ip': return { field: f(P.srcIp), permission: false };
     case 'remote.ip': return { field: f(P.remoteIp), permission: false };
-    case 'source.namespace': return { field: f(P.namespace), permission: false };
-    case 'source.trustDomain': return { field: f(P.trustDomain), permission: false };
-    case 'source.serviceAccount': return { field: f(P.serviceAccount(ns)), permission: false };
-    case 'source.principal': return { field: f(P.principal), permission: false };
+    case 'source.namespace': return { field: f(P.namespace(id)), permission: false };
+    case 'source.trustDomain': return { field: f(P.trustDomain(id)), permission: false };
+    case 'source.serviceAccount': return { field: f(P.serviceAccount(ns, id)), permission: false };
+    case 'source.principal': return { field: f(P.principal(id)), permission: false };
     case 'request.auth.principal': return { field: f(undefined, P.requestPrincipals), permission: false };
     case 'request.auth.audiences': return { field: f(undefined, P.claim(['aud'])), permission: false };
     case 'request.auth.presenter': return { field: f(undefined, P.claim(['azp'])), permission: false };
@@ -184,14 +187,14 @@ function fieldMatchers(fd: Field, forTcp: boolean, allow: boolean, or: 'or_rules
   return out;
 }
 
-function source(s: AuthzRule['from'][number], ns: string): Field[] {
+function source(s: AuthzRule['from'][number], ns: string, id: PrincipalOf): Field[] {
   const f = (key: string, values: readonly string[], notValues: readonly string[], one?: Field['one'], all?: Field['all']): Field => ({ key, values, notValues, one, all });
   return [
-    f('source.principal', s.principals, s.notPrincipals, P.principal),
+    f('source.principal', s.principals, s.notPrincipals, P.principal(id)),
     f('request.auth.principal', s.requestPrincipals, s.notRequestPrincipals, undefined, P.requestPrincipals),
-    f('source.serviceAccount', s.serviceAccounts, s.notServiceAccounts, P.serviceAccount(ns)),
-    f('source.trustDomain', s.trustDomains, s.notTrustDomains, P.trustDomain),
-    f('source.namespace', s.namespaces, s.notNamespaces, P.namespace),
+    f('source.serviceAccount', s.serviceAccounts, s.notServiceAccounts, P.serviceAccount(ns, id)),
+    f('source.trustDomain', s.trustDomains, s.notTrustDomains, P.trustDomain(id)),
+    f('source.namespace', s.namespaces, s.notNamespaces, P.namespace(id)),
     f('remote.ip', s.remoteIpBlocks, s.notRemoteIpBlocks, P.remoteIp),
     f('source.ip', s.ipBlocks, s.notIpBlocks, P.srcIp),
   ].filter((x) => x.values.length || x.notValues.length);
@@ -207,15 +210,15 @@ function operation(o: AuthzRule['to'][number]): Field[] {
  * The RBAC policy for one rule, or undefined when the rule cannot apply on this chain (an ALLOW
  * rule with an HTTP-only field on TCP, or a value that does not parse).
  */
-export function rulePolicy(rule: AuthzRule, namespace: string, forTcp: boolean, allow: boolean): Json | undefined {
+export function rulePolicy(rule: AuthzRule, namespace: string, forTcp: boolean, allow: boolean, id: PrincipalOf = CERTIFICATE): Json | undefined {
   try {
     const basePerm: Field[] = [], basePrinc: Field[] = [];
     for (const w of rule.when) {
-      const { field, permission } = whenField(w.key, w.values, w.notValues, namespace);
+      const { field, permission } = whenField(w.key, w.values, w.notValues, namespace, id);
       (permission ? basePerm : basePrinc).push(field);
     }
     const permLists = rule.to.length ? rule.to.map((o) => [...operation(o), ...basePerm]) : [basePerm];
-    const princLists = rule.from.length ? rule.from.map((s) => [...source(s, namespace), ...basePrinc]) : [basePrinc];
+    const princLists = rule.from.length ? rule.from.map((s) => [...source(s, namespace, id), ...basePrinc]) : [basePrinc];
     const permissions = permLists.map((fields) => {
       const and = fields.flatMap((fd) => fieldMatchers(fd, forTcp, allow, 'or_rules', 'not_rule', 'rules'));
       return { and_rules: { rules: and.length ? and : [{ any: true }] } };

@@ -6,7 +6,7 @@
  * `envoy.filters.network.rbac` (stat prefix `tcp.`).
  */
 import type { AuthorizationPolicy } from '../types.ts';
-import { rulePolicy } from './rbac-rules.ts';
+import { CERTIFICATE, rulePolicy, type PrincipalOf } from './rbac-rules.ts';
 
 type Json = Record<string, unknown>;
 
@@ -21,7 +21,7 @@ export function policyName(namespace: string, name: string, i: number): string {
 
 interface Built { readonly action: 'ALLOW' | 'DENY'; readonly rules?: Json; readonly shadow?: Json }
 
-function build(policies: readonly AuthorizationPolicy[], action: 'ALLOW' | 'DENY', forTcp: boolean): Built | undefined {
+function build(policies: readonly AuthorizationPolicy[], action: 'ALLOW' | 'DENY', forTcp: boolean, id: PrincipalOf): Built | undefined {
   if (policies.length === 0) return undefined;
   const enforce: Record<string, Json> = {}, shadow: Record<string, Json> = {};
   let hasEnforce = false, hasShadow = false;
@@ -29,7 +29,7 @@ function build(policies: readonly AuthorizationPolicy[], action: 'ALLOW' | 'DENY
     const target = p.dryRun ? shadow : enforce;
     if (p.dryRun) hasShadow = true; else hasEnforce = true;
     for (const [i, r] of p.rules.entries()) {
-      const policy = rulePolicy(r, p.meta.namespace, forTcp, action === 'ALLOW');
+      const policy = rulePolicy(r, p.meta.namespace, forTcp, action === 'ALLOW', id);
       if (policy) target[policyName(p.meta.namespace, p.meta.name, i)] = policy;
     }
     if (p.rules.length === 0) target[policyName(p.meta.namespace, p.meta.name, 0)] = MATCH_NEVER;
@@ -49,11 +49,14 @@ function typedConfig(b: Built, type: string, forTcp: boolean): Json {
   return c;
 }
 
-/** The filters for inbound HTTP chains (DENY first), or for TCP chains. */
-export function rbacFilters(policies: readonly AuthorizationPolicy[], forTcp: boolean): Json[] {
+/**
+ * The filters for inbound HTTP chains (DENY first), or for TCP chains. `id`: how principals are
+ * matched (the peer certificate; a waypoint matches the HBONE peer's identity in filter state).
+ */
+export function rbacFilters(policies: readonly AuthorizationPolicy[], forTcp: boolean, id: PrincipalOf = CERTIFICATE): Json[] {
   const out: Json[] = [];
   for (const action of ['DENY', 'ALLOW'] as const) {
-    const b = build(policies.filter((p) => p.action === action), action, forTcp);
+    const b = build(policies.filter((p) => p.action === action), action, forTcp, id);
     if (!b) continue;
     out.push(forTcp
       ? { name: 'envoy.filters.network.rbac', typed_config: typedConfig(b, NETWORK_RBAC, true) }

@@ -13,6 +13,7 @@ import { applyDestinationRules, virtualServiceRoutes } from './networking.ts';
 import { buildRegistry, DOMAIN, selects } from './registry.ts';
 import { Report } from './report.ts';
 import { applySecurity } from './security.ts';
+import { bindWaypoints, planWaypoints } from './waypoints.ts';
 
 /** The resources of the documents that have no errors, by kind. */
 export function collect(resources: readonly IstioResource[]): IstioConfig {
@@ -24,7 +25,7 @@ export function collect(resources: readonly IstioResource[]): IstioConfig {
     services: of('Service'), pods: of('Pod'), serviceEntries: of('ServiceEntry'), workloadEntries: of('WorkloadEntry'),
     virtualServices: of('VirtualService'), destinationRules: of('DestinationRule'), gateways: of('Gateway'), sidecars: of('Sidecar'),
     peerAuthentications: of('PeerAuthentication'), authorizationPolicies: of('AuthorizationPolicy'), requestAuthentications: of('RequestAuthentication'),
-    k8sGateways: of('K8sGateway'), httpRoutes: of('HTTPRoute'), meshConfig: meshes.find((m) => m.meta?.namespace === m.rootNamespace) ?? meshes[0] ?? DEFAULT_MESH,
+    k8sGateways: of('K8sGateway'), httpRoutes: of('HTTPRoute'), namespaces: of('Namespace'), meshConfig: meshes.find((m) => m.meta?.namespace === m.rootNamespace) ?? meshes[0] ?? DEFAULT_MESH,
   };
 }
 
@@ -79,20 +80,22 @@ function dedupe(cfg: IstioConfig, report: Report): IstioConfig {
 
 export function buildMesh(input: IstioConfig): BuildResult {
   const report = new Report();
-  const cfg = dedupe(input, report);
+  // Waypoint pods are not routers; a waypoint without a declared Service gets the one Istio makes.
+  const { cfg, plan } = planWaypoints(dedupe(input, report), report);
   const registry = buildRegistry(cfg, report);
-  const services = applyDestinationRules(registry.services, cfg.destinationRules, cfg.meshConfig);
+  const withRules = applyDestinationRules(registry.services, cfg.destinationRules, cfg.meshConfig);
   const gateways = [...cfg.gateways.map(istioGateway), ...cfg.k8sGateways.map(k8sGateway).filter((g) => g !== undefined)];
   const routes = [...virtualServiceRoutes(cfg.virtualServices, registry, report), ...httpRouteRoutes(cfg.httpRoutes, gateways, registry, report)];
   const security = applySecurity(registry.workloads, cfg, registry, report);
-  const workloads = security.workloads.map((w) => {
+  const withEgress = security.workloads.map((w) => {
     const egress = w.sidecar ? egressOf(w, cfg, cfg.meshConfig) : undefined;
     return egress ? { ...w, egress } : w;
   });
+  const { services, workloads, waypoints } = bindWaypoints(plan, cfg, withRules, withEgress, report);
   analyze(cfg, services, workloads, gateways, registry, report);
   const mesh: Mesh = {
     trustDomain: cfg.meshConfig.trustDomain, domain: DOMAIN, clusterId: cfg.meshConfig.clusterId, mtls: security.meshMode, capture: captureOf(cfg, report),
-    services, workloads, routes, policies: [], gateways, wdsAuthorizations: security.wds, outboundAllowAny: cfg.meshConfig.outboundAllowAny,
+    services, workloads, routes, policies: [], gateways, waypoints, wdsAuthorizations: security.wds, outboundAllowAny: cfg.meshConfig.outboundAllowAny,
   };
   return { mesh, problems: report.problems };
 }

@@ -118,14 +118,16 @@ export function applySecurity(workloads: readonly MeshWorkload[], cfg: { peerAut
   const root = cfg.meshConfig.rootNamespace;
   const pas = cfg.peerAuthentications;
   const wds: Json[] = [];
-  for (const p of cfg.authorizationPolicies) { const a = authorizationForZtunnel(p, root); if (a) wds.push(a); }
+  // Policies attached by targetRef belong to waypoints (waypoints.ts), not to sidecars or ztunnels.
+  const selected = cfg.authorizationPolicies.filter((p) => p.targetRefs.length === 0);
+  for (const p of selected) { const a = authorizationForZtunnel(p, root); if (a) wds.push(a); }
   let anyStrict = false;
   const out = workloads.map((w): MeshWorkload => {
     const choice = peerChoice(pas, w, root);
     const mtls = effectiveMode(choice);
     const portMtls = new Map<number, MeshMtls>();
     for (const [port, m] of choice.workload?.portLevel ?? []) portMtls.set(port, set(m) ? m : mtls);
-    const aps = cfg.authorizationPolicies.filter((p) => (p.action === 'ALLOW' || p.action === 'DENY') && applies(p.meta, p.selector, w, root));
+    const aps = selected.filter((p) => (p.action === 'ALLOW' || p.action === 'DENY') && applies(p.meta, p.selector, w, root));
     const ras = cfg.requestAuthentications.filter((r) => applies(r.meta, r.selector, w, root));
     const jwt = jwtFilter(ras, registry, report);
     // ztunnel: selector policies are listed on the workload; namespace/global ones it finds by scope.

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { Msg } from '@skua/proxy/core';
 import { compileRe2 } from '@skua/proxy/matchers';
 import type { Node } from '../reader.ts';
-import type { Destination, HeaderOps, HeaderRewrites, Labels, StringMatch } from '../types.ts';
+import type { Destination, HeaderOps, HeaderRewrites, Labels, PolicyTargetRef, StringMatch } from '../types.ts';
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const LABEL_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
@@ -129,11 +129,30 @@ export function matchLabels(n: Node, key = 'selector'): Labels | undefined {
   return labels(s, 'matchLabels');
 }
 
-/** `targetRef`/`targetRefs` and `selector` are exclusive; targetRefs (waypoints, gateways) are not applied here. */
-export function oneSelector(n: Node, selectorKey: string): void {
+/**
+ * `targetRef`/`targetRefs` and `selector` are exclusive. `applied`: the kind's targetRefs are read
+ * (AuthorizationPolicy on waypoints); other kinds' are accepted and reported as not applied.
+ */
+export function oneSelector(n: Node, selectorKey: string, applied = false): void {
   const count = ['targetRef', 'targetRefs', selectorKey].filter((k) => n.has(k)).length;
   if (count > 1) n.rule(selectorKey === 'selector' ? 'only one of targetRefs or selector can be set' : 'only one of targetRefs or workloadSelector can be set');
-  for (const k of ['targetRef', 'targetRefs']) if (n.has(k)) n.notApplied(k, 'policies attached to waypoints and gateways by targetRef are not applied yet (use a selector)');
+  if (applied) return;
+  for (const k of ['targetRef', 'targetRefs']) if (n.has(k)) n.notApplied(k, 'policies of this kind attached by targetRef are not applied yet (use a selector)');
+}
+
+const TARGET_KINDS = ['gateway.networking.k8s.io/Gateway', '/Service', 'networking.istio.io/ServiceEntry', 'gateway.networking.k8s.io/GatewayClass'];
+
+/** targetRef / targetRefs (Istio's PolicyTargetReference): group, kind, name; the namespace must be the policy's own. */
+export function targetRefs(n: Node, ownNamespace: string): PolicyTargetRef[] {
+  const refs = [...(n.has('targetRef') ? [n.obj('targetRef')] : []), ...n.list('targetRefs')].filter((r) => r !== undefined);
+  return refs.map((r) => {
+    r.known(['group', 'kind', 'name', 'namespace']);
+    const group = r.str('group') ?? '', kind = r.reqStr('kind') ?? '', name = r.reqStr('name') ?? '';
+    if (kind && !TARGET_KINDS.includes(`${group === 'core' ? '' : group}/${kind}`)) r.error('kind', `targetRef ${group}/${kind} is not supported: a waypoint Gateway, a Service or a ServiceEntry (or the istio-waypoint GatewayClass)`);
+    const ns = r.str('namespace');
+    if (ns !== undefined && ns !== ownNamespace) r.error('namespace', `cross namespace referencing is not currently supported (policy in ${ownNamespace}, target in ${ns})`);
+    return { group: group === 'core' ? '' : group, kind, name };
+  });
 }
 
 /** ipBlocks / CIDRs: "1.2.3.4" or "10.0.0.0/8". */

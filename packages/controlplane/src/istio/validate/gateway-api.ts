@@ -142,12 +142,12 @@ export function readK8sGateway(meta: Meta, spec: Node): K8sGateway {
     names.add(name);
     const protocol = l.reqStr('protocol') ?? '';
     if (gatewayClassName === 'istio' && protocol !== 'HTTP') l.error('protocol', `${protocol} listeners are not supported by skua yet (HTTP is)`);
+    if (gatewayClassName === 'istio-waypoint' && protocol !== 'HBONE') l.error('protocol', `${protocol} listeners are not supported on waypoints by skua yet (HBONE is)`);
     if (l.has('tls')) l.error('tls', 'TLS listeners are not supported by skua yet');
     const hostname = l.str('hostname');
     if (hostname !== undefined) { const p = hostProblem(hostname); if (p) l.error('hostname', p); }
     return { name, port: port(l, 'port') ?? 0, protocol, hostname };
   });
   if (listeners.length === 0) spec.error('listeners', 'Required value');
-  if (gatewayClassName === 'istio-waypoint') spec.notApplied('gatewayClassName', 'waypoints: skua-waypoint does not exist yet; ztunnels get WDS only');
   return { meta, gatewayClassName, listeners };
 }

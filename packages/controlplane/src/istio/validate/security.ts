@@ -1,7 +1,7 @@
 /** PeerAuthentication, AuthorizationPolicy, RequestAuthentication (security.istio.io): CRD and istiod rules. */
 import type { Node } from '../reader.ts';
 import type { AuthorizationPolicy, AuthzCondition, AuthzOperation, AuthzRule, AuthzSource, JwtRule, Meta, MtlsMode, PeerAuthentication, RequestAuthentication } from '../types.ts';
-import { cidrProblem, matchLabels, oneSelector } from './common.ts';
+import { cidrProblem, matchLabels, oneSelector, targetRefs } from './common.ts';
 
 const MODES = ['UNSET', 'DISABLE', 'PERMISSIVE', 'STRICT'] as const;
 
@@ -123,7 +123,7 @@ function condition(n: Node): AuthzCondition | undefined {
 
 export function readAuthorizationPolicy(meta: Meta, spec: Node): AuthorizationPolicy {
   spec.known(['selector', 'targetRef', 'targetRefs', 'rules', 'action', 'provider']);
-  oneSelector(spec, 'selector');
+  oneSelector(spec, 'selector', true);
   const action = spec.oneOf('action', ['ALLOW', 'DENY', 'AUDIT', 'CUSTOM'] as const) ?? 'ALLOW';
   if (action === 'CUSTOM') spec.error('action', 'CUSTOM authorization (ext_authz extension providers) is not supported by skua yet');
   if (action === 'AUDIT') spec.error('action', 'AUDIT needs a telemetry provider; it is not supported by skua yet');
@@ -143,10 +143,10 @@ export function readAuthorizationPolicy(meta: Meta, spec: Node): AuthorizationPo
   const dryRunRaw = meta.annotations['istio.io/dry-run'];
   if (dryRunRaw !== undefined && !['true', 'false'].includes(dryRunRaw)) spec.error('', `${meta.namespace}/${meta.name} has annotation istio.io/dry-run with invalid value (${dryRunRaw})`);
   // istiod warns when a DENY rule has only HTTP attributes: on TCP ports it then denies everything.
-  if (action === 'DENY' && rules.some(httpOnly)) {
+  if (action === 'DENY' && rules.some(httpOnly) && !spec.has('targetRef') && !spec.has('targetRefs')) {
     spec.warn('rules', 'configured AuthorizationPolicy will deny all traffic to TCP ports under its scope due to the use of only HTTP attributes in a DENY rule; it is recommended to explicitly specify the port');
   }
-  return { meta, action, selector: matchLabels(spec), rules, dryRun: dryRunRaw === 'true' };
+  return { meta, action, selector: matchLabels(spec), targetRefs: targetRefs(spec, meta.namespace), rules, dryRun: dryRunRaw === 'true' };
 }
 
 function httpOnly(r: AuthzRule): boolean {

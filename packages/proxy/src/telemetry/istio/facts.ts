@@ -1,5 +1,6 @@
 import type { ConnInfo } from '../../listener/conn-info.ts';
 import type { ClusterManager } from '../../upstream/manager.ts';
+import type { ClusterConfig } from '../../upstream/cluster-config.ts';
 import type { PeerInfo } from './peer.ts';
 
 /** A filter-state value: the request's own first (HTTP), then the connection's (TCP metadata exchange, authn). */
@@ -32,11 +33,11 @@ interface IstioService { readonly host: string; readonly name: string }
 const services = new WeakMap<object, IstioService | null>();
 
 /** The cluster's `metadata.filter_metadata.istio.services[0]` (istiod puts the Kubernetes service there). */
-function istioService(source: Record<string, unknown>): IstioService | null {
-  const hit = services.get(source);
+function istioService(config: ClusterConfig): IstioService | null {
+  const hit = services.get(config);
   if (hit !== undefined) return hit;
   let out: IstioService | null = null;
-  const istio = ((source.metadata as Record<string, unknown> | undefined)?.filter_metadata as Record<string, unknown> | undefined)?.istio as Record<string, unknown> | undefined;
+  const istio = config.metadata?.istio as Record<string, unknown> | undefined;
   const list = istio?.services;
   if (Array.isArray(list) && list.length > 0 && list[0] !== null && typeof list[0] === 'object') {
     const s = list[0] as Record<string, unknown>;
@@ -44,7 +45,7 @@ function istioService(source: Record<string, unknown>): IstioService | null {
     const name = typeof s.name === 'string' ? s.name : host.split('.')[0];
     out = { host, name };
   }
-  services.set(source, out);
+  services.set(config, out);
   return out;
 }
 
@@ -62,7 +63,7 @@ export function serviceOf(clusters: ClusterManager | undefined, clusterName: str
     if (PASSTHROUGH.has(clusterName)) serviceName = clusterName;
     else {
       const c = clusters?.get(clusterName);
-      const s = c ? istioService(c.config.source) : null;
+      const s = c ? istioService(c.config) : null;
       if (s) { serviceHost = s.host; serviceName = s.name; }
     }
   }

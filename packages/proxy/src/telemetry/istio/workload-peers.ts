@@ -74,8 +74,8 @@ export function toBaggage(f: PeerWorkloadFacts): string {
   return parts.join(',');
 }
 
-/** One workload's peers: as discovered, and the variant shared with the upstream connection. */
-interface Entry { readonly name: string; readonly addresses: readonly string[]; readonly local: DiscoveredPeer; readonly shared: DiscoveredPeer }
+/** One workload's peers: as discovered, and the variant shared with the upstream connection; its SPIFFE id. */
+interface Entry { readonly name: string; readonly addresses: readonly string[]; readonly local: DiscoveredPeer; readonly shared: DiscoveredPeer; readonly identity: string }
 
 const WORKLOAD_TYPES: Record<string, string> = { DEPLOYMENT: 'deployment', CRONJOB: 'cronjob', POD: 'pod', JOB: 'job' };
 
@@ -100,7 +100,8 @@ export class WorkloadIndex {
     const raw = Array.isArray(json.addresses) ? json.addresses : [];
     const addresses = raw.map((a) => ipFromBase64(String(a))).filter((a) => a !== '');
     this.remove(name);
-    const entry: Entry = { name, addresses, local: new DiscoveredPeer(facts, 'NONE'), shared: new DiscoveredPeer(facts, 'ONCE') };
+    const identity = `spiffe://${str('trust_domain') || 'cluster.local'}/ns/${facts.namespace}/sa/${str('service_account') || 'default'}`;
+    const entry: Entry = { name, addresses, local: new DiscoveredPeer(facts, 'NONE'), shared: new DiscoveredPeer(facts, 'ONCE'), identity };
     this.#byName.set(name, entry);
     for (const ip of addresses) this.#byIp.set(ip, entry);
   }
@@ -110,6 +111,11 @@ export class WorkloadIndex {
     if (!old) return;
     this.#byName.delete(name);
     for (const ip of old.addresses) if (this.#byIp.get(ip) === old) this.#byIp.delete(ip);
+  }
+
+  /** The SPIFFE id of the workload at `ip` (what its HBONE endpoint must present), if WDS knows it. */
+  identityOf(ip: string): string | undefined {
+    return (this.#byIp.get(ip) ?? this.#byIp.get(canonicalIp(ip)))?.identity;
   }
 
   /** The workload at `ip` (any spelling of an IPv4-mapped address), as a filter state peer. */

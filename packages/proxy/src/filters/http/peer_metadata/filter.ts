@@ -159,8 +159,7 @@ function inject(props: readonly Propagation[], h: Headers, cluster: string, whic
 function skipExchange(skipExternal: boolean, cluster: string, clusters: ClusterManager | undefined): boolean {
   if (!cluster) return false;
   if (skipExternal && cluster === 'PassthroughCluster') return true;
-  const md = (clusters?.get(cluster)?.config.source.metadata as Record<string, unknown> | undefined)?.filter_metadata as Record<string, unknown> | undefined;
-  const istio = md?.istio as Record<string, unknown> | undefined;
+  const istio = clusters?.get(cluster)?.config.metadata?.istio as Record<string, unknown> | undefined;
   if (!istio) return false;
   return (skipExternal && istio.external === true) || istio.disable_mx === true;
 }

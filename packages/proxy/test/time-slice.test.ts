@@ -1,0 +1,19 @@
+// Time slices of config work: one clock per thread, so phases that follow each other in one task share a budget.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CONFIG_SLICE_MS, TimeSlice } from '../src/core/time-slice.ts';
+
+const busy = (ms: number): void => { const end = performance.now() + ms; while (performance.now() < end) { /* spin */ } };
+
+test('a slice made after work in the same task is already due; next() starts a new one after I/O had its turn', async () => {
+  await new TimeSlice().next();
+  busy(CONFIG_SLICE_MS + 1);
+  const later = new TimeSlice();
+  assert.equal(later.due, true, 'the second phase counts from the last yield, not from its own start');
+  let immediateRan = false;
+  setImmediate(() => { immediateRan = true; });
+  await later.next();
+  assert.equal(immediateRan, true, 'what was queued before the yield ran');
+  assert.equal(later.due, false);
+  assert.equal(new TimeSlice().due, false);
+});

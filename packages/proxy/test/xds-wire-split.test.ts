@@ -1,0 +1,52 @@
+// Lazily decoded discovery responses: the split keeps each resource's bytes and decodes the rest as before.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  decodeAnyBytes, decodeDeltaResource, encodeDeltaResponse, encodeSotwResponse, splitDeltaResponse, splitSotwResponse, TYPE_URL,
+} from '../src/xds/discovery.ts';
+import { encodeResource } from '../src/xds/encode.ts';
+import { decodeResource } from '../src/xds/decode.ts';
+import { splitRepeated } from '../src/xds/wire-split.ts';
+
+const cluster = (name: string): { type_url: string; value: Uint8Array } => encodeResource({ '@type': TYPE_URL.cluster, name, type: 'EDS' });
+
+describe('split discovery responses', () => {
+  test('SotW: every Any comes back as it went, the other fields decode as before', () => {
+    const anys = Array.from({ length: 300 }, (_, i) => cluster(`c${i}`));
+    const bytes = encodeSotwResponse({ version_info: 'v7', resources: anys, type_url: TYPE_URL.cluster, nonce: 'n1' });
+    const { response, resources } = splitSotwResponse(bytes);
+    assert.deepEqual({ ...response, resources: [] }, { version_info: 'v7', resources: [], type_url: TYPE_URL.cluster, nonce: 'n1' });
+    assert.equal(resources.length, 300);
+    const back = decodeAnyBytes(resources[299]);
+    assert.equal(back.type_url, TYPE_URL.cluster);
+    assert.equal(decodeResource(back).name, 'c299');
+  });
+
+  test('Delta: names, versions and removals; a wrapper without a resource stays one', () => {
+    const bytes = encodeDeltaResponse({
+      system_version_info: 's1', type_url: TYPE_URL.cluster, nonce: 'n2', removed_resources: ['gone1', 'gone2'],
+      resources: [{ name: 'a', version: '1', resource: cluster('a') }, { name: 'b', version: '2', resource: undefined }],
+    });
+    const { response, resources } = splitDeltaResponse(bytes);
+    assert.deepEqual(response.removed_resources, ['gone1', 'gone2']);
+    assert.equal(response.nonce, 'n2');
+    assert.equal(response.resources.length, 0);
+    const [a, b] = resources.map(decodeDeltaResource);
+    assert.equal(a.name, 'a');
+    assert.equal(a.version, '1');
+    assert.equal(decodeResource(a.resource!).name, 'a');
+    assert.deepEqual(b, { name: 'b', version: '2', resource: undefined });
+  });
+
+  test('bytes that are not a message are refused with where they broke', () => {
+    const bytes = encodeSotwResponse({ version_info: 'v', resources: [cluster('a')], type_url: TYPE_URL.cluster, nonce: 'n' });
+    assert.throws(() => splitRepeated(bytes.subarray(0, bytes.length - 1), 2), /runs past the end/);
+    assert.throws(() => splitRepeated(Uint8Array.from([0x0b, 0x00]), 2), /unsupported wire type 3/);
+    assert.throws(() => splitRepeated(Uint8Array.from([0x0a, 0xff]), 2), /invalid varint/);
+    // Fields of every wire type around the split field are kept in the rest, in order.
+    const mixed = Uint8Array.from([0x08, 0x96, 0x01, 0x12, 0x01, 0x41, 0x19, 1, 2, 3, 4, 5, 6, 7, 8, 0x25, 1, 2, 3, 4]);
+    const { entries, rest } = splitRepeated(mixed, 2);
+    assert.deepEqual(entries.map((e) => [...e]), [[0x41]]);
+    assert.deepEqual([...rest], [0x08, 0x96, 0x01, 0x19, 1, 2, 3, 4, 5, 6, 7, 8, 0x25, 1, 2, 3, 4]);
+  });
+});
