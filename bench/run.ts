@@ -264,7 +264,8 @@ async function main(): Promise<number> {
   await cleanup();
 
   const checks = [...checkAcceptance(results), ...routesChecks(results), ...mtlsChecks(results), ...xdsScaleChecks(results), ...idleChecks(results)];
-  const files = results.map((r) => writeJson(RESULTS_DIR, r, env, checks));
+  // A --ref comparison is written as <scenario>-refs-<stamp>.json: the report keeps showing the last plain run.
+  const files = results.map((r) => writeJson(RESULTS_DIR, r, env, checks, opts.refs.length ? 'refs' : ''));
   for (const r of results) printScenario(r);
   for (const m of micro.filter((x) => x.rows.length > 0)) {
     process.stdout.write(`\n== micro: tinybench ==\n${microText(m)}\n`);
