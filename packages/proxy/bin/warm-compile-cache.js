@@ -20,8 +20,12 @@ const modules = () => readdirSync(fileURLToPath(SRC), { recursive: true }).filte
 if (process.argv[2] === '--load') {
   // One pass per way a module gets loaded: the cache keys a module loaded by `import` by its URL and one
   // loaded by `require` (extensions and xDS load on first use that way) by its path.
-  if (process.argv[3] === 'import') for (const f of modules()) await import(new URL(f, SRC).href);
-  else {
+  // A module that fails to load is left out: warming is an optimisation, never a reason to fail (an image build).
+  if (process.argv[3] === 'import') {
+    for (const f of modules()) {
+      try { await import(new URL(f, SRC).href); } catch (err) { process.stderr.write(`warm-compile-cache: ${f}: ${err.message}\n`); }
+    }
+  } else {
     const require = createRequire(import.meta.url);
     for (const f of modules()) {
       try { require(fileURLToPath(new URL(f, SRC))); } catch { /* a module with top-level await: import only */ }
