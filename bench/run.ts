@@ -1,10 +1,12 @@
 /**
  * Skua benchmark harness: `./dev bench [options]` (= `node bench/run.ts`).
- * Runs direct, nginx, haproxy and skua-proxy side by side, one worker each,
- * prints tables with ratios and the issue's acceptance checks, and writes
- * bench/results/<scenario>-<timestamp>.json and bench/results/latest.md.
+ * Runs direct, nginx, haproxy and skua-proxy side by side, one worker each, every scenario by
+ * default, prints tables with ratios, the acceptance checks and issue 13's table, and writes
+ * bench/results/<scenario>-<timestamp>.json (with the commit and the load average),
+ * bench/results/latest.md, bench/results/report.html and bench/results/summary.svg.
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -22,16 +24,22 @@ import { ROUNDS as ROUTES_ROUNDS, routesChecks, runRoutes } from './scenarios/ro
 import { runXds } from './scenarios/xds.ts';
 import { runXdsScale, xdsScaleChecks } from './scenarios/xds-scale.ts';
 import { runSidecarPair } from './scenarios/sidecar-pair.ts';
+import { idleChecks, runIdle } from './scenarios/idle.ts';
+import { writeReports } from './lib/html-report.ts';
+import { skuaBuilds, warmCompileCaches } from './lib/builds.ts';
+import { goalsText, issueGoals } from './lib/issue-goals.ts';
 import { listMicroFiles, microMarkdown, microText, runMicro, type MicroResult } from './scenarios/micro.ts';
 import {
-  ALL_SCENARIOS, ALL_TARGETS, DEFAULT_SCENARIOS,
+  ALL_SCENARIOS, ALL_TARGETS,
   type Options, type Scenario, type ScenarioResult, type TargetName,
 } from './lib/types.ts';
 
 const RESULTS_DIR = path.join(REPO_ROOT, 'bench/results');
 
 const USAGE = `usage: ./dev bench [options]   (node bench/run.ts)
-  --only l7,l4,micro,routes,xds,xds-scale,mtls scenarios to run (default: l7,l4; routes = 1 route vs 1,000 vhosts x 10 routes,
+  --only LIST               scenarios to run, or all (the default): ${ALL_SCENARIOS.join(',')}
+                            (idle = bare Node, nginx and skua-proxy idle; l7 = wrk through each proxy;
+                            l4 = one TCP stream; micro = tinybench; routes = 1 route vs 1,000 vhosts x 10 routes,
                             xds = 5,000 services over ADS from scratch + one endpoint change,
                             xds-scale = 20,000 EDS clusters pushed to a live proxy under a latency probe, then shrunk,
                             mtls = two skua sidecars, plaintext vs mTLS; all three skua only;
@@ -44,7 +52,9 @@ const USAGE = `usage: ./dev bench [options]   (node bench/run.ts)
   --threads N               wrk threads (default 1)
   --l4-mb MB                size of the L4 stream (default 100)
   --l4-runs N               measured L4 streams per target, median reported (default 5)
-  --skua PATH               skua-proxy entry script (default packages/proxy/src/main.ts)
+  --skua PATH               skua-proxy entry script (default packages/proxy/bin/skua-proxy.js, what ships)
+  --ref A,B                 compare git refs' builds side by side (WORKTREE = the working tree) in idle, l7
+                            and sidecar-pair (other scenarios measure the first)
   --xds-clusters N          clusters pushed by xds-scale (default 20000)
   --skua-before REF         xds-scale: also run git REF's skua-proxy (e.g. main), each case before and after side by side
   --strict                  exit 1 if an acceptance check fails or a target fails
@@ -69,7 +79,7 @@ function parseOptions(argv: string[]): Options | undefined {
     args: argv,
     strict: true,
     options: {
-      only: { type: 'string', default: DEFAULT_SCENARIOS.join(',') },
+      only: { type: 'string', default: 'all' },
       targets: { type: 'string', default: ALL_TARGETS.join(',') },
       duration: { type: 'string', default: '10' },
       warmup: { type: 'string', default: '2' },
@@ -78,6 +88,7 @@ function parseOptions(argv: string[]): Options | undefined {
       'l4-mb': { type: 'string', default: '100' },
       'l4-runs': { type: 'string', default: '5' },
       skua: { type: 'string', default: DEFAULT_SKUA_MAIN },
+      ref: { type: 'string', default: '' },
       'xds-clusters': { type: 'string', default: '20000' },
       'skua-before': { type: 'string' },
       strict: { type: 'boolean', default: false },
@@ -86,7 +97,7 @@ function parseOptions(argv: string[]): Options | undefined {
   });
   if (values.help) return undefined;
   return {
-    only: listArg('only', values.only, ALL_SCENARIOS),
+    only: values.only.trim() === 'all' ? [...ALL_SCENARIOS] : listArg('only', values.only, ALL_SCENARIOS),
     targets: listArg('targets', values.targets, ALL_TARGETS),
     duration: Math.round(numArg('duration', values.duration, 1)),
     warmup: Math.round(numArg('warmup', values.warmup, 0)),
@@ -95,6 +106,8 @@ function parseOptions(argv: string[]): Options | undefined {
     l4Bytes: Math.round(numArg('l4-mb', values['l4-mb'], 1) * 1e6),
     l4Runs: Math.round(numArg('l4-runs', values['l4-runs'], 1)),
     skuaMain: values.skua,
+    refs: values.ref.split(',').map((r) => r.trim()).filter(Boolean),
+    builds: [],
     xdsClusters: Math.round(numArg('xds-clusters', values['xds-clusters'], 2)),
     skuaBefore: values['skua-before'],
     strict: values.strict,
@@ -106,6 +119,7 @@ function neededPackages(opts: Options): string[] {
   const has = (t: TargetName): boolean => opts.targets.includes(t);
   if (opts.only.includes('l7') || opts.only.includes('routes') || opts.only.includes('mtls')) pkgs.push('nginx', 'wrk');
   if (opts.only.includes('sidecar-pair')) pkgs.push('nginx', 'openssl');
+  if (opts.only.includes('idle') && has('nginx')) pkgs.push('nginx');
   if (has('haproxy') && (opts.only.includes('l7') || opts.only.includes('l4'))) pkgs.push('haproxy');
   if (has('nginx') && opts.only.includes('l4')) pkgs.push('nginx', 'libnginx-mod-stream');
   return pkgs;
@@ -114,7 +128,8 @@ function neededPackages(opts: Options): string[] {
 /** Upper bound on the whole run; the watchdog stops everything after it. */
 function budgetSeconds(opts: Options): number {
   const n = opts.targets.length;
-  let s = 30;
+  let s = 60;
+  if (opts.only.includes('idle')) s += 3 * 3 * 30;
   if (opts.only.includes('l7')) s += n * (opts.warmup + opts.duration + 2 * 20 + 15);
   if (opts.only.includes('l4')) s += n * ((opts.l4Runs + 1) * 30 + 15);
   if (opts.only.includes('micro')) s += listMicroFiles().length * 120;
@@ -129,12 +144,27 @@ function budgetSeconds(opts: Options): number {
   return s;
 }
 
+/** The commit measured, with "+dirty" when the working tree differs from it. */
+function gitCommit(): string {
+  const git = (...args: string[]): string => execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  try {
+    const head = git('rev-parse', '--short=12', 'HEAD');
+    return git('status', '--porcelain', '--untracked-files=no', '--', 'packages', 'bench') ? `${head}+dirty` : head;
+  } catch { return 'unknown'; }
+}
+
+function loadavg(): string {
+  try { return readFileSync('/proc/loadavg', 'utf8').trim(); } catch { return os.loadavg().map((l) => l.toFixed(2)).join(' '); }
+}
+
 function environment(opts: Options): Record<string, string> {
   const cpu = os.cpus();
   const env: Record<string, string> = {
     date: new Date().toISOString(),
+    commit: gitCommit(),
+    skua: opts.refs.length ? `refs ${opts.refs.join(', ')}` : opts.skuaMain,
     cpu: `${cpu[0]?.model ?? 'unknown'} x ${os.availableParallelism()}`,
-    loadavg: os.loadavg().map((l) => l.toFixed(2)).join(' '),
+    loadavg: loadavg(),
     node: process.version,
   };
   const l7 = opts.only.includes('l7');
@@ -178,7 +208,7 @@ function installExitHandlers(budget: number): void {
 function printScenario(res: ScenarioResult): void {
   process.stdout.write(`\n== ${res.scenario}: ${res.title} ==\n${textTable(res)}\n`);
   const skua = res.rows.find((r) => r.target === 'skua');
-  if (!skua || res.scenario === 'routes' || res.scenario === 'mtls' || res.scenario === 'xds-scale' || res.scenario === 'sidecar-pair') return;
+  if (!skua || res.scenario === 'routes' || res.scenario === 'idle' || res.scenario === 'mtls' || res.scenario === 'xds-scale' || res.scenario === 'sidecar-pair') return;
   const parts = (['nginx', 'haproxy'] as const).map((b) => {
     const r = ratio(res, skua, b);
     return `skua/${b} ${r === undefined ? '–' : r.toFixed(2)}`;
@@ -187,6 +217,7 @@ function printScenario(res: ScenarioResult): void {
 }
 
 async function runScenario(s: Scenario, opts: Options): Promise<ScenarioResult | MicroResult> {
+  if (s === 'idle') return runIdle(opts, tmpDir);
   if (s === 'l7') return runL7(opts, tmpDir);
   if (s === 'l4') return runL4(opts, tmpDir);
   if (s === 'routes') return runRoutes(opts, tmpDir);
@@ -211,17 +242,30 @@ async function main(): Promise<number> {
   const targets = opts.only.some((s) => s !== 'micro') ? `; targets ${opts.targets.join(',')}` : '';
   progress('bench', `scenarios ${opts.only.join(',')}${targets}; bounded to ${budget} s`);
 
+  opts.builds = skuaBuilds(opts.refs, opts.skuaMain, tmpDir);
+  opts.skuaMain = opts.builds[0].main;
+  // The proxy image's NODE_OPTIONS (V8 flags) for everything started here; --ref builds pass their own.
+  process.env.NODE_OPTIONS = opts.builds[0].env.NODE_OPTIONS;
+  progress('bench', `skua runs with NODE_OPTIONS="${process.env.NODE_OPTIONS}" (the proxy image's, Dockerfile)`);
+  if (opts.targets.includes('skua') && opts.only.some((s) => s !== 'micro')) {
+    warmCompileCaches(opts.builds, path.join(tmpDir, 'compile-cache'), (m) => progress('bench', m));
+  }
+
   const results: ScenarioResult[] = [];
   const micro: MicroResult[] = [];
-  for (const s of opts.only) {
+  for (const [i, s] of opts.only.entries()) {
+    const start = loadavg();
+    progress('bench', `scenario ${i + 1}/${opts.only.length}: ${s} (load average ${start.split(' ').slice(0, 3).join(' ')})`);
     const res = await runScenario(s, opts);
     if (res.scenario === 'micro') micro.push(res as MicroResult);
-    else results.push(res as ScenarioResult);
+    else results.push({ ...(res as ScenarioResult), load: { start, end: loadavg() } });
+    progress('bench', `scenario ${i + 1}/${opts.only.length}: ${s} done in ${res.seconds.toFixed(0)} s`);
   }
   await cleanup();
 
-  const checks = [...checkAcceptance(results), ...routesChecks(results), ...mtlsChecks(results), ...xdsScaleChecks(results)];
-  const files = results.map((r) => writeJson(RESULTS_DIR, r, env, checks));
+  const checks = [...checkAcceptance(results), ...routesChecks(results), ...mtlsChecks(results), ...xdsScaleChecks(results), ...idleChecks(results)];
+  // A --ref comparison is written as <scenario>-refs-<stamp>.json: the report keeps showing the last plain run.
+  const files = results.map((r) => writeJson(RESULTS_DIR, r, env, checks, opts.refs.length ? 'refs' : ''));
   for (const r of results) printScenario(r);
   for (const m of micro.filter((x) => x.rows.length > 0)) {
     process.stdout.write(`\n== micro: tinybench ==\n${microText(m)}\n`);
@@ -230,6 +274,9 @@ async function main(): Promise<number> {
   if (checks.length) process.stdout.write(`\nacceptance:\n${checks.map(checkLine).join('\n')}\n`);
   if (files.length) {
     files.push(writeMarkdown(RESULTS_DIR, results, env, checks, micro.flatMap(microMarkdown)));
+    files.push(...writeReports(RESULTS_DIR));
+    const goals = issueGoals(results).filter((g) => g.status !== 'not measured');
+    if (goals.length) process.stdout.write(`\nissue 13 (this run):\n${goalsText(goals)}\n`);
     process.stdout.write(`\nwrote ${files.map((f) => path.relative(REPO_ROOT, f)).join(', ')}\n`);
   }
   process.stdout.write(`done in ${elapsedSeconds().toFixed(1)} s (load average now ${os.loadavg()[0].toFixed(2)})\n`);

@@ -139,7 +139,8 @@ describe('two pods in network namespaces, skua sidecars from skua-controlplane',
         POD_NAME: pod, POD_NAMESPACE: 'default', INSTANCE_IP: IP[pod], SERVICE_ACCOUNT: SA[pod], CA_ADDR: 'istiod.istio-system.svc:15012',
         ISTIO_META_DNS_CAPTURE: 'true', ISTIO_META_CLUSTER_ID: 'Kubernetes', ISTIO_META_MESH_ID: 'cluster.local', ISTIO_META_WORKLOAD_NAME: pod,
         ISTIO_METAJSON_LABELS: JSON.stringify(podLabels(pod)), TRUST_DOMAIN: 'cluster.local',
-        PROXY_CONFIG: JSON.stringify({ discoveryAddress: `${net.gateway}:15010`, controlPlaneAuthPolicy: 'NONE' }),
+        // PassthroughCluster's counters are outside Istio's default stats inclusion list: asked for, as a user would.
+        PROXY_CONFIG: JSON.stringify({ discoveryAddress: `${net.gateway}:15010`, controlPlaneAuthPolicy: 'NONE', proxyStatsMatcher: { inclusionPrefixes: ['cluster.PassthroughCluster'] } }),
       };
       if (pod === 'server') {
         env.ISTIO_KUBE_APP_PROBERS = JSON.stringify({

@@ -103,8 +103,9 @@ export function writeJsonFile(file: string, value: unknown): string {
   return file;
 }
 
-export function writeJson(dir: string, res: ScenarioResult, env: Record<string, string>, checks: CheckOutcome[]): string {
-  const file = path.join(dir, `${res.scenario}-${fileStamp(new Date(res.startedAt))}.json`);
+/** `tag` (e.g. `refs` for a --ref comparison) keeps the file out of the report's newest-per-scenario set. */
+export function writeJson(dir: string, res: ScenarioResult, env: Record<string, string>, checks: CheckOutcome[], tag = ''): string {
+  const file = path.join(dir, `${res.scenario}${tag ? `-${tag}` : ''}-${fileStamp(new Date(res.startedAt))}.json`);
   const mine = checks.filter((c) => ACCEPTANCE.some((a) => a.name === c.name && a.scenario === res.scenario) || c.name.startsWith(`${res.scenario} `));
   return writeJsonFile(file, { ...res, env, acceptance: mine });
 }

@@ -38,6 +38,14 @@ export interface SkuaPairOptions {
   readonly protocol: 'http' | 'http2';
   readonly backendPort: number;
   readonly skuaMain: string;
+  /** Added to both proxies' environment (a build's NODE_OPTIONS). */
+  readonly env?: Record<string, string>;
+  /** Extra Node options for both proxies (--cpu-prof, --heapsnapshot-signal=SIGUSR2...). */
+  readonly nodeArgs?: readonly string[];
+  /** The mesh's mTLS mode (default STRICT, Istio's set-up); DISABLE for a plaintext pair. */
+  readonly mtls?: 'STRICT' | 'DISABLE';
+  /** Append each proxy's output to <logDir>/<name>.log. */
+  readonly logDir?: string;
   readonly ca: { readonly ca: CertificateAuthority; readonly tokens: TokenAuthority; readonly address: string };
 }
 
@@ -54,10 +62,11 @@ async function until(what: string, proc: Proc, check: () => Promise<boolean>, ti
 async function startSidecar(o: SkuaPairOptions, w: typeof CLIENT, xdsPort: number): Promise<{ proc: Proc; admin: number }> {
   const wl = workloadDir(path.join(o.dir, o.protocol), w.sa, o.ca.ca, o.ca.tokens, o.ca.address);
   const [admin, status, envoyStatus, prometheus] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  const proc = startProcess(`skua-${w.name}`, process.execPath, [path.resolve(REPO_ROOT, o.skuaMain), 'proxy', 'sidecar', '--concurrency', '1', '--proxyLogLevel', 'warning'], {
+  const proc = startProcess(`skua-${w.name}`, process.execPath, [...(o.nodeArgs ?? []), path.resolve(REPO_ROOT, o.skuaMain), 'proxy', 'sidecar', '--concurrency', '1', '--proxyLogLevel', 'warning'], {
     cwd: wl.dir,
+    logFile: o.logDir ? path.join(o.logDir, `${w.name}.log`) : undefined,
     env: {
-      ...wl.env, POD_NAME: w.name, INSTANCE_IP: w.ip, ISTIO_META_CLUSTER_ID: 'Kubernetes', ISTIO_META_MESH_ID: 'cluster.local', TRUST_DOMAIN: 'cluster.local',
+      ...o.env, ...wl.env, POD_NAME: w.name, INSTANCE_IP: w.ip, ISTIO_META_CLUSTER_ID: 'Kubernetes', ISTIO_META_MESH_ID: 'cluster.local', TRUST_DOMAIN: 'cluster.local',
       ENVOY_STATUS_PORT: String(envoyStatus), ENVOY_PROMETHEUS_PORT: String(prometheus),
       // terminationDrainDuration 0s: the bench stops each side with SIGTERM and has nothing left to drain.
       PROXY_CONFIG: JSON.stringify({ discoveryAddress: `${HOST}:${xdsPort}`, controlPlaneAuthPolicy: 'NONE', proxyAdminPort: admin, statusPort: status, terminationDrainDuration: '0s' }),
@@ -71,7 +80,7 @@ export async function startSkuaPair(o: SkuaPairOptions): Promise<SkuaPair> {
   const servicePort = await freePort();
   const xdsPort = await freePort();
   const mesh = JSON.stringify({
-    mesh: { mtls: 'STRICT', capture: 'none' },
+    mesh: { mtls: o.mtls ?? 'STRICT', capture: 'none' },
     services: [{ name: 'echo', vip: '10.96.0.70', ports: [{ port: servicePort, protocol: o.protocol }] }],
     workloads: [
       { name: CLIENT.name, service_account: CLIENT.sa, ip: CLIENT.ip, outbound_ip: CLIENT.out, labels: { app: 'client' } },

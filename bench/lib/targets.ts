@@ -14,7 +14,8 @@ import type { TargetName } from './types.ts';
 export type ProxyKind = 'http' | 'tcp';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-export const DEFAULT_SKUA_MAIN = 'packages/proxy/src/main.ts';
+/** What ships (the image's entrypoint): it enables Node's compile cache, which src/main.ts alone does not. */
+export const DEFAULT_SKUA_MAIN = 'packages/proxy/bin/skua-proxy.js';
 export const SKUA_READY_TIMEOUT_MS = 10_000;
 
 /** A target with its ports chosen and its configuration written, not yet started. */
@@ -96,12 +97,12 @@ export async function prepareTarget(
   return t;
 }
 
-async function launchSkua(t: PreparedTarget, file: string, main: string): Promise<Proc> {
+async function launchSkua(t: PreparedTarget, file: string, main: string, env?: Record<string, string>): Promise<Proc> {
   if (!existsSync(path.resolve(REPO_ROOT, main))) {
     throw new Error(`skua-proxy entry point ${main} does not exist (yet)`);
   }
   const args = [main, '-c', file, '--concurrency', '1', '-l', 'warn'];
-  const proc = startProcess(`skua-${t.kind}`, process.execPath, args, { cwd: REPO_ROOT });
+  const proc = startProcess(`skua-${t.kind}`, process.execPath, args, { cwd: REPO_ROOT, env });
   try {
     await waitForReady(t.adminPort ?? 0, proc, SKUA_READY_TIMEOUT_MS);
     await waitForPort(t.port, proc, 2000);
@@ -112,15 +113,18 @@ async function launchSkua(t: PreparedTarget, file: string, main: string): Promis
   return proc;
 }
 
-/** Start a prepared target and wait until it serves; `skuaMain` is relative to the repository root. */
-export async function launchTarget(t: PreparedTarget, skuaMain: string): Promise<RunningTarget> {
+/**
+ * Start a prepared target and wait until it serves; `skuaMain` is relative to the repository root,
+ * `skuaEnv` (a build's NODE_OPTIONS) is added to skua's environment.
+ */
+export async function launchTarget(t: PreparedTarget, skuaMain: string, skuaEnv?: Record<string, string>): Promise<RunningTarget> {
   const file = t.configFile ?? '';
   const name = `${t.target}-${t.kind}`;
   switch (t.target) {
     case 'direct': return t;
     case 'nginx': return { ...t, proc: await startNginxFile(name, file, t.port) };
     case 'haproxy': return { ...t, proc: await listening(startProcess(name, systemBinary('haproxy'), ['-db', '-f', file]), t.port) };
-    case 'skua': return { ...t, proc: await launchSkua(t, file, skuaMain) };
+    case 'skua': return { ...t, proc: await launchSkua(t, file, skuaMain, skuaEnv) };
   }
 }
 

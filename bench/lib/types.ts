@@ -1,10 +1,11 @@
 /** Shared shapes for the benchmark harness (bench/run.ts). */
+import type { SkuaBuild } from './builds.ts';
 
-export type Scenario = 'l7' | 'l4' | 'micro' | 'routes' | 'xds' | 'xds-scale' | 'mtls' | 'sidecar-pair';
+export type Scenario = 'idle' | 'l7' | 'l4' | 'micro' | 'routes' | 'xds' | 'xds-scale' | 'mtls' | 'sidecar-pair';
 export type TargetName = 'direct' | 'nginx' | 'haproxy' | 'skua';
 
-export const ALL_SCENARIOS: readonly Scenario[] = ['l7', 'l4', 'micro', 'routes', 'xds', 'xds-scale', 'mtls', 'sidecar-pair'];
-export const DEFAULT_SCENARIOS: readonly Scenario[] = ['l7', 'l4'];
+/** In the order a full run (`./dev bench`, `--only all`) takes them: quick ones first. */
+export const ALL_SCENARIOS: readonly Scenario[] = ['idle', 'l7', 'l4', 'mtls', 'sidecar-pair', 'routes', 'xds', 'micro', 'xds-scale'];
 export const ALL_TARGETS: readonly TargetName[] = ['direct', 'nginx', 'haproxy', 'skua'];
 
 export interface Options {
@@ -22,8 +23,12 @@ export interface Options {
   l4Bytes: number;
   /** Measured L4 runs per target (median is reported), after one warm-up run. */
   l4Runs: number;
-  /** skua-proxy entry script, relative to the repository root. */
+  /** skua-proxy entry script (the shipped bin by default), relative to the repository root. */
   skuaMain: string;
+  /** Git refs whose skua builds are compared side by side (--ref); empty: the working tree's skuaMain. */
+  refs: string[];
+  /** The builds measured (one unless --ref names several); filled once the run's temp dir exists. */
+  builds: SkuaBuild[];
   /** EDS clusters pushed by the xds-scale scenario. */
   xdsClusters: number;
   /** xds-scale: a git ref whose build runs side by side with the working tree's (before / after). */
@@ -43,6 +48,8 @@ export interface Column {
 /** One target's outcome in one scenario; `error` set means no metrics. */
 export interface Row {
   target: TargetName;
+  /** Tells apart rows of one target (sidecar-pair: skua-h1 / skua-h2; mtls: plain / mtls). */
+  key?: string;
   label: string;
   metrics: Record<string, number>;
   samples?: number[];
@@ -61,6 +68,8 @@ export interface ScenarioResult {
   columns: Column[];
   rows: Row[];
   settings: Record<string, string | number>;
+  /** /proc/loadavg when the scenario started and ended (the machine is shared). */
+  load?: { start: string; end: string };
   /** Configurations of helpers (e.g. the L7 backend), recorded in the JSON only. */
   helperConfigs?: Record<string, string>;
 }

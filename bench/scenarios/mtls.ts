@@ -127,7 +127,7 @@ async function handshakes(adminPort: number, listenerPort: number): Promise<numb
 
 async function measure(c: (typeof CASES)[number], opts: Options, root: string, backendPort: number, ca: { ca: CertificateAuthority; tokens: TokenAuthority; address: string }): Promise<Row> {
   const scope = `mtls ${c.mode}`;
-  const row: Row = { target: 'skua', label: c.label, metrics: {} };
+  const row: Row = { target: 'skua', key: c.mode, label: c.label, metrics: {} };
   const dir = path.join(root, c.mode);
   const server = workloadDir(dir, 'server', ca.ca, ca.tokens, ca.address);
   const client = workloadDir(dir, 'client', ca.ca, ca.tokens, ca.address);

@@ -25,12 +25,14 @@ import { makePairCerts, nginxFixedBodyConf, nginxPairClientConf, nginxPairServer
 import { startSkuaPair } from '../lib/skua-pair.ts';
 import { peakRssMb, treeCpuMs, treeRssMb } from '../lib/proc-stats.ts';
 import type { Column, Options, Row, ScenarioResult, TargetName } from '../lib/types.ts';
+import { buildSuffix, type SkuaBuild } from '../lib/builds.ts';
 
 /** Istio's published set-up. */
 export const PAIR_LOAD = { qps: 1000, connections: 16, bodyBytes: 1024 } as const;
 
 type CaseKey = 'direct' | 'nginx' | 'skua-h1' | 'skua-h2';
-const CASES: ReadonlyArray<{ key: CaseKey; target: TargetName; label: string }> = [
+interface Case { key: CaseKey; target: TargetName; label: string; build?: SkuaBuild }
+const CASES: readonly Case[] = [
   { key: 'direct', target: 'direct', label: 'direct (no proxy)' },
   { key: 'nginx', target: 'nginx', label: 'nginx pair, HTTP/1.1 + mTLS' },
   { key: 'skua-h1', target: 'skua', label: 'skua pair, HTTP/1.1 + mTLS' },
@@ -81,9 +83,9 @@ async function nginxPair(dir: string, backendPort: number): Promise<Pair> {
   }
 }
 
-async function measure(c: (typeof CASES)[number], opts: Options, fortio: string, start: () => Promise<Pair>): Promise<Row> {
-  const row: Row = { target: c.target, label: c.label, metrics: {} };
-  const scope = `sidecar-pair ${c.key}`;
+async function measure(c: Case, opts: Options, fortio: string, start: () => Promise<Pair>): Promise<Row> {
+  const row: Row = { target: c.target, key: c.key + (c.build?.name ? `@${c.build.name}` : ''), label: c.label + (c.build ? buildSuffix(c.build) : ''), metrics: {} };
+  const scope = `sidecar-pair ${row.key}`;
   let pair: Pair | undefined;
   try {
     progress(scope, 'starting');
@@ -137,11 +139,13 @@ export async function runSidecarPair(opts: Options, dir: string): Promise<Scenar
   try {
     caServer = await startCaServer({ ca, tokens, listen: `${HOST}:0` });
     const caInfo = { ca, tokens, address: `${HOST}:${caServer.port}` };
-    for (const c of CASES) {
+    // With --ref, each skua case runs once per build, one after the other (h1 A, h1 B, h2 A, h2 B).
+    const cases = CASES.flatMap((c): Case[] => (c.target === 'skua' ? opts.builds.map((build) => ({ ...c, build })) : [c]));
+    for (const c of cases) {
       const start = (): Promise<Pair> => {
         if (c.key === 'direct') return Promise.resolve({ url: `http://${HOST}:${backendPort}/`, stop: async () => {} });
         if (c.key === 'nginx') return nginxPair(dir, backendPort);
-        return startSkuaPair({ dir, protocol: c.key === 'skua-h2' ? 'http2' : 'http', backendPort, skuaMain: opts.skuaMain, ca: caInfo })
+        return startSkuaPair({ dir, protocol: c.key === 'skua-h2' ? 'http2' : 'http', backendPort, skuaMain: c.build?.main ?? opts.skuaMain, env: c.build?.env, ca: caInfo })
           .then((p) => ({ ...p, config: p.mesh }));
       };
       rows.push(await measure(c, opts, fortio, start));

@@ -21,6 +21,7 @@ import { claFor, meshResources, svcHost } from '../lib/mesh-resources.ts';
 import { REPO_ROOT } from '../lib/targets.ts';
 import { cpuMs, rssMb } from '../lib/proc-stats.ts';
 import type { Column, Options, Row, ScenarioResult } from '../lib/types.ts';
+import { istioStatsMatcher } from '../../packages/proxy/src/agent/stats-inclusion.ts';
 
 export const SERVICES = 5000;
 const CP_MAIN = path.join(REPO_ROOT, 'packages/controlplane/src/main.ts');
@@ -56,9 +57,13 @@ function writeAtomically(file: string, json: unknown): void {
   renameSync(file + '.tmp', file);
 }
 
-function adsBootstrap(adminPort: number, cpPort: number, delta: boolean): unknown {
+/** The stats_matcher pilot-agent renders for a sidecar (Istio's default inclusion list). */
+const ISTIO_STATS = { use_all_default_tags: false, stats_matcher: istioStatsMatcher({ annotations: undefined, proxyStatsMatcher: undefined, instanceIps: [HOST], exitOnZeroActiveConnections: false, metadataDiscovery: false }) };
+
+function adsBootstrap(adminPort: number, cpPort: number, delta: boolean, istioStats: boolean): unknown {
   return {
     node: { id: 'sidecar~127.0.0.1~bench.bench~bench.svc.cluster.local', cluster: 'bench' },
+    ...(istioStats ? { stats_config: ISTIO_STATS } : {}),
     admin: { address: { socket_address: { address: HOST, port_value: adminPort } } },
     dynamic_resources: {
       ads_config: { api_type: delta ? 'DELTA_GRPC' : 'GRPC', set_node_on_first_message_only: true, grpc_services: [{ envoy_grpc: { cluster_name: 'xds-grpc' } }] },
@@ -69,16 +74,16 @@ function adsBootstrap(adminPort: number, cpPort: number, delta: boolean): unknow
   };
 }
 
-async function startProxy(dir: string, name: string, bootstrap: unknown, adminPort: number): Promise<{ proc: Proc; readyMs: number; cpu: number }> {
+async function startProxy(skuaMain: string, dir: string, name: string, bootstrap: unknown, adminPort: number): Promise<{ proc: Proc; readyMs: number; cpu: number }> {
   const file = path.join(dir, `${name}.json`);
   writeFileSync(file, JSON.stringify(bootstrap));
   const t0 = performance.now();
-  const proc = startProcess(name, process.execPath, [path.join(REPO_ROOT, 'packages/proxy/src/main.ts'), '-c', file, '-l', 'warn'], { cwd: REPO_ROOT });
+  const proc = startProcess(name, process.execPath, [path.resolve(REPO_ROOT, skuaMain), '-c', file, '-l', 'warn'], { cwd: REPO_ROOT });
   await waitForReady(adminPort, proc, 300_000);
   return { proc, readyMs: performance.now() - t0, cpu: cpuMs(proc.pid) };
 }
 
-export async function runXds(_opts: Options, tmpDir: string): Promise<ScenarioResult> {
+export async function runXds(opts: Options, tmpDir: string): Promise<ScenarioResult> {
   const startedAt = new Date().toISOString();
   const t0 = performance.now();
   const dir = path.join(tmpDir, 'xds');
@@ -89,7 +94,7 @@ export async function runXds(_opts: Options, tmpDir: string): Promise<ScenarioRe
   try {
     // Baseline: a proxy with a static bootstrap (process start-up, admin).
     const baseAdmin = await freePort();
-    const base = await startProxy(dir, 'static', { admin: { address: { socket_address: { address: HOST, port_value: baseAdmin } } } }, baseAdmin);
+    const base = await startProxy(opts.skuaMain, dir, 'static', { admin: { address: { socket_address: { address: HOST, port_value: baseAdmin } } } }, baseAdmin);
     const baseRss = rssMb(base.proc.pid);
     await stopProcess(base.proc);
     progress('xds', `static proxy: ready in ${base.readyMs.toFixed(0)} ms, ${baseRss.toFixed(1)} MB`);
@@ -106,11 +111,12 @@ export async function runXds(_opts: Options, tmpDir: string): Promise<ScenarioRe
     }
     const cpStartMs = performance.now() - tc;
     progress('xds', `control plane: ${SERVICES} services loaded in ${cpStartMs.toFixed(0)} ms`);
-    for (const delta of [true, false]) {
-      const label = `skua-proxy, ${SERVICES.toLocaleString('en-US')} services, ${delta ? 'Delta' : 'SotW'} ADS`;
+    // As a sidecar gets them (Istio's stats inclusion list in the bootstrap), and once keeping every stat.
+    for (const [delta, istioStats] of [[true, true], [false, true], [true, false]] as const) {
+      const label = `skua-proxy, ${SERVICES.toLocaleString('en-US')} services, ${delta ? 'Delta' : 'SotW'} ADS${istioStats ? '' : ', every stat (no stats_matcher)'}`;
       const adminPort = await freePort();
       writeAtomically(path.join(cpDir, 'zz-change.json'), { resources: [] });
-      const p = await startProxy(dir, delta ? 'delta' : 'sotw', adsBootstrap(adminPort, cpPort, delta), adminPort);
+      const p = await startProxy(opts.skuaMain, dir, delta ? 'delta' : 'sotw', adsBootstrap(adminPort, cpPort, delta, istioStats), adminPort);
       const host = svcHost(SERVICES >> 1);
       if (await whoAnswers(port, host) !== 'a') throw new Error(`${label}: service ${host} does not reach backend a`);
       const rss = rssMb(p.proc.pid);
@@ -131,7 +137,7 @@ export async function runXds(_opts: Options, tmpDir: string): Promise<ScenarioRe
         applyMs: p.readyMs - base.readyMs, cpuMs: p.cpu - base.cpu, rssMb: rss, rssGrowthMb: rss - baseRss,
         changeMs: changes[2], cpStartMs,
       };
-      rows.push({ target: 'skua', label, metrics, samples: changes });
+      rows.push({ target: 'skua', key: `${delta ? 'delta' : 'sotw'}${istioStats ? '' : '-all-stats'}`, label, metrics, samples: changes });
       progress('xds', `${label}: apply ${metrics.applyMs.toFixed(0)} ms, RSS ${rss.toFixed(1)} MB, change ${changes[2].toFixed(1)} ms`);
       await stopProcess(p.proc);
     }
@@ -143,6 +149,9 @@ export async function runXds(_opts: Options, tmpDir: string): Promise<ScenarioRe
   return {
     scenario: 'xds', title: `xDS: ${SERVICES.toLocaleString('en-US')} istiod-shaped services applied from scratch, and one endpoint change`,
     startedAt, seconds: (performance.now() - t0) / 1000, primary: 'applyMs', columns: COLUMNS, rows,
-    settings: { services: SERVICES, debounceMs: DEBOUNCE_MS, clusters: SERVICES, endpoints: SERVICES, virtualHosts: SERVICES + 1, tcpListeners: SERVICES / 10 },
+    settings: {
+      services: SERVICES, debounceMs: DEBOUNCE_MS, clusters: SERVICES, endpoints: SERVICES, virtualHosts: SERVICES + 1, tcpListeners: SERVICES / 10,
+      stats: 'bootstrap stats_config.stats_matcher = Istio\'s default inclusion list (as pilot-agent renders it), except the "every stat" row',
+    },
   };
 }

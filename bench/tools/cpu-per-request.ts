@@ -5,8 +5,8 @@
  *   node bench/tools/cpu-per-request.ts [--ref REF]... [--rounds N] [--seconds S]
  *
  * Each --ref is a git ref (its packages/proxy is extracted with `git archive` into a temp
- * dir that borrows this checkout's node_modules and native addons) or `WORKTREE` (the files
- * as they are now; the default). The refs are measured in turns, A B A B ..., so that they
+ * dir that borrows this checkout's node_modules and native addons, lib/builds.ts) or `WORKTREE`
+ * (the files as they are now; the default). All start over one warmed compile cache. The refs are measured in turns, A B A B ..., so that they
  * see the same machine. Per run: one nginx backend (return 200 "hello", one worker), skua
  * with the bench's L7 bootstrap (--concurrency 1), a wrk warm-up, then `wrk -t1 -cC -dS`
  * while utime+stime of the skua process are read from /proc/PID/stat before and after.
@@ -23,7 +23,7 @@ import { nginxBackendConf } from '../lib/peer-configs.ts';
 import { killAllSync, stopAll, stopProcess } from '../lib/procs.ts';
 import { freePort } from '../lib/net.ts';
 import { launchTarget, prepareTarget, startNginx, stopTarget } from '../lib/targets.ts';
-import { skuaEntryForRef } from '../lib/refs.ts';
+import { extractRef, shippedNodeOptions, warmCompileCaches } from '../lib/builds.ts';
 import { runWrk } from '../lib/wrk.ts';
 
 const TICKS_PER_S = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
@@ -38,12 +38,13 @@ function cpuTicks(pid: number): { user: number; sys: number } {
   return { user: Number(f[11]), sys: Number(f[12]) };
 }
 
+
 async function measure(ref: string, main: string, backendPort: number, dir: string, o: { seconds: number; warmup: number; connections: number }): Promise<Sample> {
   // Each ref writes its bootstrap in a directory of its own (parallel runs).
   const own = path.join(dir, `run-${ref.replace(/[^\w.-]/g, '_')}`);
   mkdirSync(own, { recursive: true });
   const prepared = await prepareTarget('skua', 'http', backendPort, own);
-  const running = await launchTarget(prepared, main);
+  const running = await launchTarget(prepared, main, { NODE_OPTIONS: shippedNodeOptions(ref) });
   try {
     const pid = running.proc?.pid ?? 0;
     if (o.warmup > 0) await runWrk(running.port, { threads: 1, connections: o.connections, seconds: o.warmup });
@@ -84,7 +85,8 @@ async function main(): Promise<void> {
   const o = { seconds: Number(values.seconds), warmup: Number(values.warmup), connections: Number(values.connections) };
   const rounds = Number(values.rounds);
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'skua-cpu-'));
-  const mains = new Map(refs.map((r) => [r, skuaEntryForRef(r, tmp)]));
+  const mains = new Map(refs.map((r) => [r, extractRef(r, tmp)]));
+  warmCompileCaches(refs.map((r) => ({ name: r, main: mains.get(r) ?? '' })), path.join(tmp, 'compile-cache'), (m) => console.log(m));
   const backendPort = await freePort();
   const backend = await startNginx('backend', tmp, nginxBackendConf(tmp, backendPort), backendPort);
   const samples: Sample[] = [];

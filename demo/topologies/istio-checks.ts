@@ -72,7 +72,10 @@ export function istioChecks(d: IstioDemo): Check[] {
       for (const [key, admin] of Object.entries(d.admins)) {
         await eventually(`${key}'s proxy to take its config`, async () => {
           const s = await stats(admin);
-          return s.get('control_plane.connected_state') === 1 && (s.get('cluster_manager.cds.update_success') ?? 0) >= 1 ? true : undefined;
+          // A pilot-agent proxy (the gateway) publishes only Istio's stats inclusion list: no control_plane.* there.
+          const state = s.get('control_plane.connected_state');
+          const connected = state === undefined ? (s.get('listener_manager.lds.update_success') ?? 0) >= 1 : state === 1;
+          return connected && (s.get('cluster_manager.cds.update_success') ?? 0) >= 1 ? true : undefined;
         });
       }
       // The first call also waits for certificates (SDS from the control plane's CA) on every hop.

@@ -103,6 +103,9 @@ export class ProxyServer {
   constructor(bootstrap: BootstrapConfig, options: ServerOptions) {
     this.bootstrap = bootstrap;
     this.options = options;
+    // Before any stat exists: stats_config decides which are kept.
+    this.stats.matcher = bootstrap.stats.matcher;
+    this.stats.deferredClusterStats = bootstrap.stats.deferredClusterStats;
     this.clusters = new ClusterManager(this.stats);
     this.listeners = new ListenerManager(this.clusters, this.stats, options.reusePort);
     this.overload = new OverloadManager(bootstrap.overload, this.stats);

@@ -171,6 +171,19 @@ describe('agent settings and the rendered bootstrap', () => {
     assert.deepEqual(b.static_resources.listeners[1], golden.static_resources.listeners[1]);
   });
 
+  test('stats_config.stats_matcher is Istio\'s default inclusion list (golden); annotations, ProxyConfig and EXIT_ON_ZERO_ACTIVE_CONNECTIONS add to it', () => {
+    const b = renderBootstrap(agentSettings({ args: args(), env })) as Json;
+    assert.deepEqual(b.stats_config.stats_matcher, golden.stats_config.stats_matcher);
+    assert.equal(b.stats_config.use_all_default_tags, false);
+    const withPc = renderBootstrap(agentSettings({ args: args(), env: { ...env, EXIT_ON_ZERO_ACTIVE_CONNECTIONS: 'true',
+      PROXY_CONFIG: 'proxyStatsMatcher: {inclusionPrefixes: [cluster.outbound, "http.{pod_ip}_"], inclusionRegexps: [".*circuit_breakers.*"]}' } })) as Json;
+    const patterns = withPc.stats_config.stats_matcher.inclusion_list.patterns as Json[];
+    assert.deepEqual(patterns.slice(0, 3), [{ prefix: 'reporter=' }, { prefix: 'cluster.outbound' }, { prefix: 'http.10.1.1.1_' }]);
+    assert.ok(patterns.some((p) => p.suffix === 'downstream_cx_active'), 'draining counts downstream_cx_active');
+    assert.ok(patterns.some((p) => p.safe_regex?.regex === '.*circuit_breakers.*'));
+    assert.doesNotThrow(() => compileBootstrap(structuredClone(withPc)));
+  });
+
   test("bootstrap extensions as Istio's template: the internal listener always; workload discovery for waypoints (as the ambient golden), or with METADATA_DISCOVERY", () => {
     const ambient = JSON.parse(readFileSync(new URL('../../../../shared/fixtures/istio-istio/pkg/bootstrap/testdata/ambient_golden.json', import.meta.url), 'utf8')) as Json;
     const sidecar = renderBootstrap(agentSettings({ args: args(), env })) as Json;

@@ -16,6 +16,7 @@ import { POD_ANNOTATIONS_PATH, POD_LABELS_PATH, readDownwardApiFile } from './po
 import { envoyLogLevel, type PilotProxyArgs } from './pilot-cli.ts';
 import { parseGoBool } from './metadata-fields.ts';
 import { lifecycleSettings, type LifecycleSettings } from './lifecycle.ts';
+import { istioStatsMatcher } from './stats-inclusion.ts';
 
 /** How the single process reaches istiod: straight from the proxy, no agent UDS hop. */
 export interface XdsTarget {
@@ -48,6 +49,8 @@ export interface AgentSettings {
   readonly lifecycle: LifecycleSettings;
   readonly logLevel: string;
   readonly outlierLogPath: string;
+  /** stats_config.stats_matcher for the bootstrap: Istio's inclusion list (stats-inclusion.ts). */
+  readonly statsMatcher: Readonly<Record<string, unknown>>;
 }
 
 /** Istio's env.Register semantics: an unparsable value falls back to the default. */
@@ -135,10 +138,16 @@ export function agentSettings({ args, env, interfaces }: SettingsInputs): AgentS
   });
   const extraXdsHeaders: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (v !== undefined && k.startsWith('XDS_HEADER_')) extraXdsHeaders[k.slice(11)] = v;
+  const statsMatcher = istioStatsMatcher({
+    annotations: podAnnotations, proxyStatsMatcher: pc.proxyStatsMatcher, instanceIps: identity.ipAddresses,
+    exitOnZeroActiveConnections: envBool(env, 'EXIT_ON_ZERO_ACTIVE_CONNECTIONS', false),
+    // As the bootstrap's metadata_discovery extension (bootstrap-render.ts): waypoints, or METADATA_DISCOVERY.
+    metadataDiscovery: type === 'waypoint' || node.metadata.METADATA_DISCOVERY === true || node.metadata.METADATA_DISCOVERY === 'true',
+  });
   const custom = String(pc.customConfigFile ?? '');
   const concurrency = typeof pc.concurrency === 'number' && pc.concurrency > 0 ? pc.concurrency : availableParallelism();
   return {
-    identity, proxyConfig: pc, node,
+    identity, proxyConfig: pc, node, statsMatcher,
     bootstrapPath: custom || join(String(pc.configPath), 'envoy-rev.json'), renderBootstrap: !custom,
     xds: { host, port, tls }, adminPort: Number(pc.proxyAdminPort), statusPort: Number(pc.statusPort),
     envoyStatusPort, envoyPrometheusPort, clusterId: env.ISTIO_META_CLUSTER_ID ?? '', tokenPath: tokenPathFor(env),

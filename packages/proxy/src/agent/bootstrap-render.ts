@@ -10,7 +10,7 @@
  *
  * Left out of Istio's template (not supported by the compiler yet, or no effect here):
  * the `sds-grpc` cluster (a unix pipe to the agent's SDS server),
- * the compressor filters of the 15090 listener, stats_config (tags / inclusion list),
+ * the compressor filters of the 15090 listener, stats_config's stats_tags (skua tags its stats itself),
  * layered_runtime, overload_manager, admin access_log / profile_path, cluster_manager's outlier
  * event log, application_log_config and deferred_stat_options.
  */
@@ -118,6 +118,8 @@ export function renderBootstrap(s: AgentSettings): Json {
   const node = s.node;
   return {
     node: { id: node.id, cluster: node.cluster, locality: node.locality, metadata: node.metadata },
+    // Istio's inclusion list: the stats Istio reads, nothing per cluster or per listener (issue 13).
+    stats_config: { use_all_default_tags: false, stats_matcher: s.statsMatcher },
     bootstrap_extensions: metadataDiscovery(s) ? [METADATA_DISCOVERY, INTERNAL_LISTENER] : [INTERNAL_LISTENER],
     admin: { address: { socket_address: { address: loopback, port_value: s.adminPort } } },
     dynamic_resources: {

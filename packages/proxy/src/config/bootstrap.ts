@@ -15,6 +15,7 @@ import { checkMessage, rejectUnknown, unknownFieldMessage, type UnknownField } f
 import { envoySchemas } from './proto-schema.ts';
 import { schemaForUrl } from './schema-protobufjs.ts';
 import { log } from '../core/log.ts';
+import { compileStatsOptions, type StatsOptions } from '../stats/matcher.ts';
 
 /** Top-level Bootstrap fields: handled, accepted as no-ops for a static proxy, or refused. */
 const ACCEPTED = new Set(['node', 'static_resources', 'admin', 'layered_runtime', 'stats_config', 'stats_flush_interval',
@@ -33,6 +34,8 @@ export interface BootstrapConfig {
   readonly extensions: BootstrapExtensions;
   /** overload_manager: the downstream connection cap and heap-triggered actions. */
   readonly overload: OverloadConfig;
+  /** stats_config.stats_matcher and deferred_stat_options: which stats exist, and when. */
+  readonly stats: StatsOptions;
   /** The bootstrap as given (normalised), for /config_dump. */
   readonly source: Record<string, unknown>;
   /** Unknown fields let through by --allow-unknown-static-fields (server.static_unknown_fields). */
@@ -115,6 +118,7 @@ export function compileBootstrap(given: Record<string, unknown>, options: Compil
     throw new ConfigError(`static_resources.listeners[${internal}].internal_listener`, 'internal listeners need the envoy.bootstrap.internal_listener bootstrap extension');
   }
   const overload = compileOverload(m.msg('overload_manager'), m.msg('layered_runtime'));
+  const stats = compileStatsOptions(m.msg('stats_config'), m.msg('deferred_stat_options'));
   const node = m.msg('node');
   const admin = m.msg('admin');
   return {
@@ -128,6 +132,7 @@ export function compileBootstrap(given: Record<string, unknown>, options: Compil
     dynamic,
     extensions,
     overload,
+    stats,
     source: raw,
     unknownFields,
   };

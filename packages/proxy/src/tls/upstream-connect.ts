@@ -1,6 +1,6 @@
 import { Socket } from 'node:net';
 import type { buildConnector } from 'undici';
-import { connect as tlsConnect, type PeerCertificate, type TLSSocket } from 'node:tls';
+import { connect as tlsConnect, type ConnectionOptions, type PeerCertificate, type TLSSocket } from 'node:tls';
 import { noteUpstreamSans } from './upstream-sans.ts';
 import type { TlsState, UpstreamTls } from './context.ts';
 import { CHAIN_ERRORS, type SslStats } from './ssl-stats.ts';
@@ -30,7 +30,8 @@ function peerAccepted(state: TlsState, cert: PeerCertificate, identity: string |
  * counted in `stats` (cluster.<name>.ssl.*). Without the context's secrets the returned socket
  * fails at once with secretsNotReadyError.
  */
-export function connectUpstreamTls(tls: UpstreamTls, address: string, port: number, alpn: readonly string[], stats?: SslStats, override?: readonly string[], identity?: string): Socket {
+export function connectUpstreamTls(tls: UpstreamTls, address: string, port: number, alpn: readonly string[], stats?: SslStats, override?: readonly string[], identity?: string,
+  onread?: { buffer: Buffer; callback: (n: number) => boolean }): Socket {
   const state = tls.current();
   if (!state) {
     stats?.secretsNotReady.inc();
@@ -38,7 +39,7 @@ export function connectUpstreamTls(tls: UpstreamTls, address: string, port: numb
     process.nextTick(() => dead.destroy(secretsNotReadyError(tls)));
     return dead;
   }
-  const socket = tlsConnect({
+  const options: ConnectionOptions & { onread?: typeof onread } = {
     host: address, port,
     servername: tls.sni || undefined,
     secureContext: state.context,
@@ -46,7 +47,11 @@ export function connectUpstreamTls(tls: UpstreamTls, address: string, port: numb
     // Istio's ALPN filter (request filter state) replaces the context's list, as Envoy's application-protocol override.
     ALPNProtocols: override?.length ? [...override] : tls.alpn.length ? [...tls.alpn] : [...alpn],
     checkServerIdentity: (_host: string, cert: PeerCertificate) => (peerAccepted(state, cert, identity) ? undefined : sanError()),
-  });
+    // Decrypted bytes straight into the caller's buffer: no Buffer and no Readable per read
+    // (tls.connect takes net's `onread`; @types/node does not list it).
+    onread,
+  };
+  const socket = tlsConnect(options);
   // Envoy sets TCP_NODELAY on every upstream connection: a small write (an HTTP/2 frame, a request head) goes out at once.
   socket.setNoDelay(true);
   watchHandshake(socket, state, stats, identity);

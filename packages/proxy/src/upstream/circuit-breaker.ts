@@ -1,38 +1,56 @@
 import type { Gauge, Scope } from '../stats/store.ts';
 import type { CircuitBreakerLimits } from './cluster-config.ts';
+import { RESOURCES, sharedCounts, writesBreakerGauges } from './shared-breakers.ts';
 
 /**
  * One circuit-breaker resource (an entry of Envoy's ResourceManager): a count
  * against a limit, mirrored into `<resource>_open` (1 at capacity) and, with
- * track_remaining, `remaining_<resource>`.
+ * track_remaining, `remaining_<resource>`. With --concurrency N the count lives in
+ * memory every worker thread shares (shared-breakers.ts), and only the main thread
+ * writes the gauges, so the merged stats show the process's count once.
  */
 export class Resource {
   readonly max: number;
-  count = 0;
-  private live = true;
+  private local = 0;
+  private live: boolean;
   private readonly open: Gauge;
   private readonly remaining: Gauge | undefined;
+  private readonly cells: Int32Array | undefined;
+  private readonly at: number;
 
-  constructor(max: number, open: Gauge, remaining: Gauge | undefined) {
+  constructor(max: number, open: Gauge, remaining: Gauge | undefined, shared?: { cells: Int32Array; at: number }) {
     this.max = max;
     this.open = open;
     this.remaining = remaining;
+    this.cells = shared?.cells;
+    this.at = shared?.at ?? 0;
+    this.live = shared === undefined || writesBreakerGauges();
     this.update();
   }
 
+  get count(): number { return this.cells ? Atomics.load(this.cells, this.at) : this.local; }
+
   canCreate(): boolean { return this.count < this.max; }
 
-  inc(): void { this.count++; this.update(); }
+  inc(): void {
+    if (this.cells) Atomics.add(this.cells, this.at, 1); else this.local++;
+    this.update();
+  }
 
-  dec(): void { this.count--; this.update(); }
+  dec(): void {
+    if (this.cells) Atomics.sub(this.cells, this.at, 1); else this.local--;
+    this.update();
+  }
 
   /** A replaced cluster's resources stop writing the gauges its successor now owns. */
   detach(): void { this.live = false; }
 
-  private update(): void {
+  /** The gauges from the count (shared counts change on other threads too: the main thread refreshes at scrape). */
+  update(): void {
     if (!this.live) return;
-    this.open.value = this.count >= this.max ? 1 : 0;
-    if (this.remaining) this.remaining.value = this.max > this.count ? this.max - this.count : 0;
+    const n = this.count;
+    this.open.value = n >= this.max ? 1 : 0;
+    if (this.remaining) this.remaining.value = this.max > n ? this.max - n : 0;
   }
 }
 
@@ -63,10 +81,16 @@ export class CircuitBreakers {
   readonly retries: Resource;
   /** max_connection_pools is not supported (refused at load): unlimited, as Envoy's default (2^32 − 1). */
   readonly connectionPools: Resource;
-  /** `p`: the cluster's stats scope (ClusterStats.scope), which releases these gauges with the cluster's. */
-  constructor(limits: CircuitBreakerLimits, p: Scope, priority: 'default' | 'high') {
+  /**
+   * `p`: the cluster's stats scope (ClusterStats.scope), which releases these gauges with the cluster's;
+   * `cluster`: its name, which finds its counts shared with the other worker threads (if any).
+   */
+  constructor(limits: CircuitBreakerLimits, p: Scope, priority: 'default' | 'high', cluster = '') {
     const names = STAT_NAMES[priority];
-    const resource = (max: number, r: ResourceNames): Resource => new Resource(max, p.gauge(r.open), limits.trackRemaining ? p.gauge(r.remaining) : undefined);
+    const shared = cluster ? sharedCounts(cluster) : undefined;
+    let next = priority === 'default' ? 0 : RESOURCES;
+    const resource = (max: number, r: ResourceNames): Resource => new Resource(max, p.gauge(r.open), limits.trackRemaining ? p.gauge(r.remaining) : undefined,
+      shared && { cells: shared.cells, at: shared.base + next++ });
     this.connections = resource(limits.maxConnections, names.cx);
     this.pending = resource(limits.maxPendingRequests, names.pending);
     this.requests = resource(limits.maxRequests, names.rq);
@@ -74,7 +98,16 @@ export class CircuitBreakers {
     this.connectionPools = resource(4294967295, names.cxPools);
   }
 
+  private get all(): Resource[] {
+    return [this.connections, this.pending, this.requests, this.retries, this.connectionPools];
+  }
+
   detach(): void {
-    for (const r of [this.connections, this.pending, this.requests, this.retries, this.connectionPools]) r.detach();
+    for (const r of this.all) r.detach();
+  }
+
+  /** Gauges from the counts as they are now (shared counts: the main thread, before stats are read). */
+  refreshGauges(): void {
+    for (const r of this.all) r.update();
   }
 }

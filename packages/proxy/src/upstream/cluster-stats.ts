@@ -1,8 +1,12 @@
 import { CodeClassCounters, type Counter, type Gauge, type Histogram, type Scope, type StatsStore } from '../stats/store.ts';
 import { SslStats } from '../tls/ssl-stats.ts';
 
-/** `cluster.<name>.*` as Envoy names them, resolved once per cluster. */
-export class ClusterStats {
+/**
+ * Envoy's cluster traffic stats (upstream_rq_*, upstream_cx_*, response codes, upstream_rq_time): made
+ * with the cluster, or on first use under deferred_stat_options.enable_deferred_creation_stats, as Envoy
+ * defers its ClusterTrafficStats — a cluster no request ever used then holds none.
+ */
+class TrafficStats {
   readonly rqTotal: Counter;
   readonly rqActive: Gauge;
   readonly rqTimeout: Counter;
@@ -14,29 +18,18 @@ export class ClusterStats {
   readonly rqRetryOverflow: Counter;
   readonly cxOverflow: Counter;
   readonly rqCompleted: Counter;
+  readonly rqReset: Counter;
   readonly cxTotal: Counter;
   readonly cxActive: Gauge;
   readonly cxConnectFail: Counter;
   readonly cxConnectTimeout: Counter;
   readonly cxNone: Counter;
-  readonly rqReset: Counter;
-  readonly dnsFailure: Counter;
-  readonly membershipTotal: Gauge;
-  readonly membershipHealthy: Gauge;
-  readonly codes: CodeClassCounters;
-  readonly rqTime: Histogram;
   readonly bytesSent: Counter;
   readonly bytesReceived: Counter;
-  /** ssl.* and client_ssl_socket_factory.*, for clusters with a TLS transport socket. */
-  readonly ssl: SslStats | undefined;
-  /** `cluster.<name>.`: the cluster's circuit breakers and outlier detection make their stats here too. */
-  readonly scope: Scope;
-  private readonly matchCounts = new Map<string, Counter>();
+  readonly codes: CodeClassCounters;
+  readonly rqTime: Histogram;
 
-  constructor(store: StatsStore, name: string, tls = false) {
-    const p = store.scope('cluster', 'envoy_cluster_name', name);
-    this.scope = p;
-    this.ssl = tls ? new SslStats(p, 'client') : undefined;
+  constructor(p: Scope) {
     this.rqTotal = p.counter('upstream_rq_total');
     this.rqActive = p.gauge('upstream_rq_active');
     this.rqTimeout = p.counter('upstream_rq_timeout');
@@ -54,14 +47,57 @@ export class ClusterStats {
     this.cxConnectFail = p.counter('upstream_cx_connect_fail');
     this.cxConnectTimeout = p.counter('upstream_cx_connect_timeout');
     this.cxNone = p.counter('upstream_cx_none_healthy');
+    this.bytesSent = p.counter('upstream_cx_tx_bytes_total');
+    this.bytesReceived = p.counter('upstream_cx_rx_bytes_total');
+    this.codes = new CodeClassCounters(p, 'upstream_rq', true);
+    this.rqTime = p.histogram('upstream_rq_time');
+  }
+}
+
+/** `cluster.<name>.*` as Envoy names them, resolved once per cluster (traffic stats: see TrafficStats). */
+export class ClusterStats {
+  readonly dnsFailure: Counter;
+  readonly membershipTotal: Gauge;
+  readonly membershipHealthy: Gauge;
+  /** ssl.* and client_ssl_socket_factory.*, for clusters with a TLS transport socket. */
+  readonly ssl: SslStats | undefined;
+  /** `cluster.<name>.`: the cluster's circuit breakers and outlier detection make their stats here too. */
+  readonly scope: Scope;
+  private matchCounts: Map<string, Counter> | undefined;
+  private traffic: TrafficStats | undefined;
+
+  constructor(store: StatsStore, name: string, tls = false) {
+    const p = store.scope('cluster', 'envoy_cluster_name', name);
+    this.scope = p;
+    this.ssl = tls ? new SslStats(p, 'client') : undefined;
     this.dnsFailure = p.counter('update_failure');
     this.membershipTotal = p.gauge('membership_total');
     this.membershipHealthy = p.gauge('membership_healthy');
-    this.codes = new CodeClassCounters(p, 'upstream_rq', true);
-    this.rqTime = p.histogram('upstream_rq_time');
-    this.bytesSent = p.counter('upstream_cx_tx_bytes_total');
-    this.bytesReceived = p.counter('upstream_cx_rx_bytes_total');
+    if (!store.deferredClusterStats) this.traffic = new TrafficStats(p);
   }
+
+  private get t(): TrafficStats { return (this.traffic ??= new TrafficStats(this.scope)); }
+  get rqTotal(): Counter { return this.t.rqTotal; }
+  get rqActive(): Gauge { return this.t.rqActive; }
+  get rqTimeout(): Counter { return this.t.rqTimeout; }
+  get rqPendingOverflow(): Counter { return this.t.rqPendingOverflow; }
+  get rqPendingTotal(): Counter { return this.t.rqPendingTotal; }
+  get rqPendingActive(): Gauge { return this.t.rqPendingActive; }
+  get rqPendingFailureEject(): Counter { return this.t.rqPendingFailureEject; }
+  get rqCancelled(): Counter { return this.t.rqCancelled; }
+  get rqRetryOverflow(): Counter { return this.t.rqRetryOverflow; }
+  get cxOverflow(): Counter { return this.t.cxOverflow; }
+  get rqCompleted(): Counter { return this.t.rqCompleted; }
+  get rqReset(): Counter { return this.t.rqReset; }
+  get cxTotal(): Counter { return this.t.cxTotal; }
+  get cxActive(): Gauge { return this.t.cxActive; }
+  get cxConnectFail(): Counter { return this.t.cxConnectFail; }
+  get cxConnectTimeout(): Counter { return this.t.cxConnectTimeout; }
+  get cxNone(): Counter { return this.t.cxNone; }
+  get bytesSent(): Counter { return this.t.bytesSent; }
+  get bytesReceived(): Counter { return this.t.bytesReceived; }
+  get codes(): CodeClassCounters { return this.t.codes; }
+  get rqTime(): Histogram { return this.t.rqTime; }
 
   /** Drops every stat made through the scope from the store (the cluster was removed). */
   release(): void {
@@ -70,8 +106,9 @@ export class ClusterStats {
 
   /** `<match name>.total_match_count`: endpoints given that transport socket ('default' = the cluster's). */
   matchCount(matchName: string): Counter {
-    let c = this.matchCounts.get(matchName);
-    if (!c) { c = this.scope.counter(`${matchName}.total_match_count`); this.matchCounts.set(matchName, c); }
+    const counts = (this.matchCounts ??= new Map());
+    let c = counts.get(matchName);
+    if (!c) { c = this.scope.counter(`${matchName}.total_match_count`); counts.set(matchName, c); }
     return c;
   }
 }

@@ -56,8 +56,8 @@ export class Cluster {
   constructor(config: ClusterConfig, store: StatsStore) {
     this.config = config;
     this.stats = new ClusterStats(store, config.name, config.anyTls);
-    this.breakers = new CircuitBreakers(config.limits, this.stats.scope, 'default');
-    this.breakersHigh = new CircuitBreakers(config.limitsHigh, this.stats.scope, 'high');
+    this.breakers = new CircuitBreakers(config.limits, this.stats.scope, 'default', config.name);
+    this.breakersHigh = new CircuitBreakers(config.limitsHigh, this.stats.scope, 'high', config.name);
     if (config.outlier) {
       this.outlier = new OutlierDetector(config.outlier, new OutlierStats(this.stats.scope), { onChange: () => this.updateHealthyGauge() });
       this.outlier.start();

@@ -2,7 +2,7 @@ import { connect as netConnect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
-import { ChunkedDecoder, headWindow, parseHeadText, type Head, type Headers } from '../http/h1/parse.ts';
+import { ChunkedDecoder, headEnd, headWindow, parseHeadText, type Head, type Headers } from '../http/h1/parse.ts';
 import { requestHead } from '../http/h1/wire.ts';
 import { batchedWrite } from '../http/h1/write-batch.ts';
 import type { UpstreamTls } from '../tls/context.ts';
@@ -292,9 +292,10 @@ class H1ClientConnection implements UpstreamConnectionInfo {
   constructor(pool: H1Pool, first: Call) {
     this.pool = pool;
     const o = pool.opts;
+    const onread = { buffer: READ_BUFFER, callback: (n: number): boolean => this.onRead(n) };
     this.socket = o.connect ? o.connect() : o.tls
-      ? connectUpstreamTls(o.tls, o.address, o.port, ['http/1.1'], o.sslStats, o.alpnOverride)
-      : netConnect({ host: o.address, port: o.port, localAddress: o.localAddress, noDelay: true, onread: { buffer: READ_BUFFER, callback: (n: number): boolean => this.onRead(n) } });
+      ? connectUpstreamTls(o.tls, o.address, o.port, ['http/1.1'], o.sslStats, o.alpnOverride, undefined, onread)
+      : netConnect({ host: o.address, port: o.port, localAddress: o.localAddress, noDelay: true, onread });
     const socket = this.socket;
     this.call = first;
     first.conn = this;
@@ -308,8 +309,8 @@ class H1ClientConnection implements UpstreamConnectionInfo {
       if (call) { pool.settlePending(call); this.send(call); }
     });
     socket.on('timeout', () => this.fail(upstreamError(this.connected ? 'UND_ERR_SOCKET' : 'UND_ERR_CONNECT_TIMEOUT', this.connected ? 'idle timeout' : 'connect timeout')));
-    // Plain TCP sockets read into the shared READ_BUFFER (onread); TLS and custom-connected ones emit 'data'.
-    if (o.connect || o.tls) socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    // TCP and TLS sockets read into the shared READ_BUFFER (onread); custom-connected ones emit 'data'.
+    if (o.connect) socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (err: Error) => this.fail(err));
     socket.on('close', () => this.fail(upstreamError('UND_ERR_SOCKET', 'upstream connection closed')));
     socket.on('drain', () => this.call?.req.body?.resume());
@@ -372,11 +373,11 @@ class H1ClientConnection implements UpstreamConnectionInfo {
     while (this.call && this.buf.length) {
       const call = this.call;
       if (!this.head) {
-        const text = headWindow(this.buf, MAX_HEAD_BYTES);
-        const at = text.indexOf('\r\n\r\n');
+        // Only the head becomes a string, not the body that came with it (issue 13).
+        const at = headEnd(this.buf, MAX_HEAD_BYTES);
         if (at < 0) { if (this.buf.length >= MAX_HEAD_BYTES) this.fail(upstreamError('HPE_HEADER_OVERFLOW', 'upstream response head too large')); return; }
         const end = at + 4;
-        const head = parseHeadText(text, at, false, 1000);
+        const head = parseHeadText(headWindow(this.buf, at), at, false, 1000);
         if (typeof head === 'string') { this.fail(upstreamError('HPE_INVALID_HEADER', `invalid upstream response (${head})`)); return; }
         this.buf = this.buf.subarray(end);
         if (head.status < 200) continue; // 100 Continue and friends end here; the final response follows.

@@ -105,6 +105,9 @@ export class H2Call implements Dispatcher.DispatchController {
     this.handler.onResponseEnd?.(this, (this.trailers ?? {}) as IncomingHttpHeaders);
   }
 
+  /** The response completed or the call was given up: nothing more is reported. */
+  get settled(): boolean { return this.aborted || this.over; }
+
   /** Before the response completed: a reset, a GOAWAY above this stream, or the session went away. */
   fail(err: Error): void {
     if (this.aborted || this.over) return;
@@ -135,9 +138,9 @@ function onError(this: CallStream, err: Error): void { callOf(this)?.fail(err); 
 function onClose(this: CallStream): void {
   const call = callOf(this);
   if (!call) return;
-  const code = this.rstCode;
-  call.fail(streamError(code));
   this[kCall] = undefined;
+  // Every stream closes; only one closing before its response is a failure (an Error costs a stack trace).
+  if (!call.settled) call.fail(streamError(this.rstCode));
 }
 
 /** RFC 9113 §7 error codes by value, named as node names them in its stream errors. */

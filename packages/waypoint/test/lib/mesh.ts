@@ -196,7 +196,9 @@ export class WaypointMesh {
       CA_ADDR: 'istiod.istio-system.svc:15012', PILOT_CERT_PROVIDER: 'istiod', ISTIO_META_CLUSTER_ID: 'Kubernetes', ISTIO_META_MESH_ID: 'cluster.local',
       ISTIO_META_WORKLOAD_NAME: 'waypoint', ISTIO_META_INTERCEPTION_MODE: 'REDIRECT', ISTIO_META_SERVICE_ACCOUNT: WAYPOINT.serviceAccount, ISTIO_META_NODE_NAME: 'node1',
       ISTIO_META_OWNER: 'kubernetes://apis/apps/v1/namespaces/default/deployments/waypoint',
-      PROXY_CONFIG: JSON.stringify({ discoveryAddress: `${c.topo.coreIp}:15010`, holdApplicationUntilProxyStarts: true }),
+      // The cluster stats the tests read are outside Istio's default stats inclusion list: asked for, as a user would.
+      PROXY_CONFIG: JSON.stringify({ discoveryAddress: `${c.topo.coreIp}:15010`, holdApplicationUntilProxyStarts: true,
+        proxyStatsMatcher: { inclusionPrefixes: ['cluster.inbound-vip', 'cluster.connect_originate'] } }),
     });
     this.waypoint = p;
     for (const s of [p.stdout!, p.stderr!]) createInterface({ input: s }).on('line', (l) => { if (this.waypointLog.length < 50_000) this.waypointLog.push(l); });

@@ -58,12 +58,21 @@ export function parseHead(buf: Buffer, start: number, end: number, isRequest: bo
   return parseHeadText(buf.toString('latin1', start, end), end - start, isRequest, maxHeaders, underscores);
 }
 
-/**
- * The first `limit` bytes of `buf` as latin1 text: the codecs find the head's end in
- * it with a string search (no call into C++) and parse the head from the same string.
- */
+/** The first `limit` bytes of `buf` as latin1 text (a head whose end headEnd found). */
 export function headWindow(buf: Buffer, limit: number): string {
   return buf.toString('latin1', 0, buf.length < limit ? buf.length : limit);
+}
+
+const CRLF_CRLF = Buffer.from('\r\n\r\n', 'latin1');
+
+/**
+ * Where the head in `buf` ends (the index of its CRLFCRLF), found natively, or -1 when it does not end
+ * within `limit` bytes. Only the head then becomes a string (headWindow(buf, end)): a body that came with
+ * it is never converted.
+ */
+export function headEnd(buf: Buffer, limit: number): number {
+  const at = buf.indexOf(CRLF_CRLF);
+  return at < 0 || at + 4 > limit ? -1 : at;
 }
 
 /** A head with nothing parsed into it yet (a fresh header map each time). */

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { STATUS_CODES, type OutgoingHttpHeaders } from 'node:http';
-import { emptyHead, headWindow, parseHeadText, serializeHeaders, type Head, type HeadError, type Headers, type UnderscoreAction } from './parse.ts';
+import { emptyHead, headEnd, headWindow, parseHeadText, serializeHeaders, type Head, type HeadError, type Headers, type UnderscoreAction } from './parse.ts';
 import { readIntoShared, readIntoStream } from './shared-read.ts';
 import { copyOf, H1Exchange } from './h1-exchange.ts';
 import { leadingEmptyLines, partialHeadError } from './head-guard.ts';
@@ -178,11 +178,10 @@ export class H1Connection {
     // A head already seen incomplete: look for its end among the new bytes only, natively.
     if (this.scanned > 0 && buf.indexOf('\r\n\r\n', this.scanned > 3 ? this.scanned - 3 : 0, 'latin1') < 0) return this.partialHead(buf, max);
     // A head must end within maxHeaderBytes: one not found there is too large (or incomplete).
-    const text = headWindow(buf, max);
-    const at = text.indexOf('\r\n\r\n');
+    const at = headEnd(buf, max);
     if (at < 0) return this.partialHead(buf, max);
     if (this.scanned > 0 || this.headTimer !== undefined) this.headComplete();
-    const head = parseHeadText(text, at, true, this.host.maxHeaders, this.host.underscores);
+    const head = parseHeadText(headWindow(buf, at), at, true, this.host.maxHeaders, this.host.underscores);
     if (typeof head === 'string') return this.fail(HEAD_ERRORS[head]);
     const t = head.target;
     // Absolute-form (what `curl -x` sends) is routed by its path and authority, as Envoy does.

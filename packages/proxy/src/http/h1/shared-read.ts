@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 
 /**
- * Reads of an accepted plain TCP socket into one shared buffer, as net.connect's
+ * Reads of an accepted TCP or TLS socket into one shared buffer, as net.connect's
  * `onread` option does for client sockets (net.Server offers no such option):
  * no ArrayBuffer allocated per read and no Readable stream between the socket
  * and its parser (profiled at a few µs per proxied request). It sets the same
@@ -24,7 +24,7 @@ function slotsOf(socket: Socket): Slots | null {
 }
 
 interface UserBufferHandle { useUserBuffer?(buf: Uint8Array): void }
-type Slotted = Socket & Record<symbol, unknown> & { _handle?: UserBufferHandle | null; encrypted?: boolean };
+type Slotted = Socket & Record<symbol, unknown> & { _handle?: UserBufferHandle | null };
 
 /**
  * From now on `onRead(n)` gets each read as `buffer[0, n)`; the bytes are valid only
@@ -34,7 +34,8 @@ type Slotted = Socket & Record<symbol, unknown> & { _handle?: UserBufferHandle |
 export function readIntoShared(socket: Socket, buffer: Buffer, onRead: (n: number) => void): Buffer | undefined {
   const s = socket as Slotted;
   const handle = s._handle;
-  if (s.encrypted || !handle || typeof handle.useUserBuffer !== 'function' || s.readableEncoding) return undefined;
+  // A TLSSocket's handle (TLSWrap) takes a user buffer too: its decrypted bytes land there.
+  if (!handle || typeof handle.useUserBuffer !== 'function' || s.readableEncoding) return undefined;
   const k = slotsOf(socket);
   if (!k || s[k.buffer] !== null || s[k.callback] !== null) return undefined;
   const parts: Buffer[] = [];

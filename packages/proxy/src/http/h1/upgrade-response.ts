@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { ChunkedDecoder, headWindow, parseHeadText, serializeHeaders, type Head } from './parse.ts';
+import { ChunkedDecoder, headEnd, headWindow, parseHeadText, serializeHeaders, type Head } from './parse.ts';
 import { STATUS_CODES } from 'node:http';
 import { endAndLinger } from './linger.ts';
 
@@ -32,10 +32,9 @@ export function awaitUpgradeAnswer(upstream: Socket, answer: UpgradeAnswer): () 
   const onData = (d: Buffer): void => {
     buf = buf.length ? Buffer.concat([buf, d]) : d;
     while (!settled) {
-      const text = headWindow(buf, MAX_HEAD);
-      const at = text.indexOf('\r\n\r\n');
+      const at = headEnd(buf, MAX_HEAD);
       if (at < 0) { if (buf.length >= MAX_HEAD) { stop(); answer.failed('protocol_error'); } return; }
-      const head = parseHeadText(text, at, false, 200);
+      const head = parseHeadText(headWindow(buf, at), at, false, 200);
       if (typeof head === 'string') { stop(); answer.failed('protocol_error'); return; }
       const raw = buf.subarray(0, at + 4);
       buf = buf.subarray(at + 4);

@@ -132,6 +132,17 @@ export class IstioMetrics {
 
   /** The series for these facts and trailing standard values (protocol, code, ..., security policy). */
   resolve(f: PeerFacts, tail: readonly string[], exprValues: readonly string[]): SeriesSet {
+    // Consecutive requests mostly share every fact: the last answer is reused without building keys.
+    const m = this.memo;
+    if (m && exprValues.length === 0 && sameFacts(m.facts, f) && sameTail(m.tail, tail)) return m.set;
+    const set = this.lookup(f, tail, exprValues);
+    if (exprValues.length === 0) this.memo = { facts: { ...f }, tail: [...tail], set };
+    return set;
+  }
+
+  private memo: { readonly facts: PeerFacts; readonly tail: readonly string[]; readonly set: SeriesSet } | undefined;
+
+  private lookup(f: PeerFacts, tail: readonly string[], exprValues: readonly string[]): SeriesSet {
     let byService = this.peers.get(f.peer);
     if (!byService) { byService = new Map(); this.peers.set(f.peer, byService); }
     const key = f.endpointPeer === null
@@ -177,3 +188,14 @@ export class IstioMetrics {
 }
 
 const NO_VALUES: string[] = [];
+
+function sameFacts(a: PeerFacts, b: PeerFacts): boolean {
+  return a.peer === b.peer && a.endpointPeer === b.endpointPeer && a.serviceHost === b.serviceHost && a.serviceName === b.serviceName
+    && a.peerSan === b.peerSan && a.localSan === b.localSan;
+}
+
+function sameTail(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}

@@ -9,6 +9,8 @@ class FaultStats {
   readonly aborts: Counter;
   readonly active: Gauge;
   readonly overflow: Counter;
+  /** Faults in progress, for max_active_faults: kept here too, as the gauge may be a null stat (stats_matcher). */
+  activeCount = 0;
   constructor(store: StatsStore, statPrefix: string) {
     const p = store.scope('http', 'envoy_http_conn_manager_prefix', statPrefix);
     this.delays = p.counter('fault.delays_injected');
@@ -76,7 +78,7 @@ export function liveFault(name: string, base: FaultPolicy, scope: { store: Stats
       const p = cb.perRoute<FaultPolicy>(name) ?? base;
       if (p.delayMs === undefined && p.abortStatus === undefined && p.abortGrpcStatus === undefined) return 'continue';
       if (!applies(p, cb)) return 'continue';
-      if (stats.active.value >= p.maxActiveFaults) { stats.overflow.inc(); return 'continue'; }
+      if (stats.activeCount >= p.maxActiveFaults) { stats.overflow.inc(); return 'continue'; }
       let delay = p.delayMs;
       let fraction = p.delayFraction;
       if (delay === -1) {
@@ -86,9 +88,11 @@ export function liveFault(name: string, base: FaultPolicy, scope: { store: Stats
       if (delay !== undefined && delay > 0 && Math.random() < fraction) {
         stats.delays.inc();
         stats.active.inc();
+        stats.activeCount++;
         cb.rec.flags = 'DI';
         // After the delay the abort decision is made, as in Envoy.
-        cb.continueAfter(delay, () => { stats.active.dec(); return !abortNow(p, cb); }, () => stats.active.dec());
+        const done = (): void => { stats.active.dec(); stats.activeCount--; };
+        cb.continueAfter(delay, () => { done(); return !abortNow(p, cb); }, done);
         return 'stop';
       }
       return abortNow(p, cb) ? 'stop' : 'continue';
