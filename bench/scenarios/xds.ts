@@ -21,7 +21,7 @@ import { claFor, meshResources, svcHost } from '../lib/mesh-resources.ts';
 import { REPO_ROOT } from '../lib/targets.ts';
 import { cpuMs, rssMb } from '../lib/proc-stats.ts';
 import type { Column, Options, Row, ScenarioResult } from '../lib/types.ts';
-import { istioStatsMatcher } from '../../packages/proxy/src/agent/stats-inclusion.ts';
+import { istioStatsMatcher } from '../../packages/proxy/src/api/envoy.ts';
 
 export const SERVICES = 5000;
 const CP_MAIN = path.join(REPO_ROOT, 'packages/controlplane/src/main.ts');

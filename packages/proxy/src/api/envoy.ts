@@ -1,7 +1,8 @@
 /**
  * @skua/proxy/envoy — the sidecar's Envoy layer: bootstrap compile, the dynamic (xDS) config
  * with warming, the cluster and listener managers, and the server that runs them; pilot-agent's
- * `proxy` command (skua-waypoint runs `proxy waypoint`). For the waypoint and for tests that load
+ * `proxy` command (skua-waypoint runs `proxy waypoint`) and the stats inclusion list its bootstrap
+ * renders. For the waypoint and for tests and benches that load
  * istiod's output. Re-exports only.
  */
 export { compileBootstrap, loadBootstrapSource, type BootstrapConfig, type CompileOptions } from '../config/bootstrap.ts';
@@ -11,3 +12,4 @@ export { ClusterManager } from '../upstream/manager.ts';
 export { ListenerManager } from '../listener/manager.ts';
 export { StatsStore } from '../stats/store.ts';
 export { runPilotProxy } from '../agent/commands.ts';
+export { istioStatsMatcher, type StatsInclusionInputs } from '../agent/stats-inclusion.ts';
