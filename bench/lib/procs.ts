@@ -5,7 +5,7 @@
  * nginx workers, and a terminal Ctrl-C reaches only the harness.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import path from 'node:path';
 
 const OUTPUT_KEEP = 8192;
@@ -34,6 +34,8 @@ export interface StartOptions {
   fullStdout?: boolean;
   /** Extra environment variables (added to this process's). */
   env?: Record<string, string>;
+  /** Also append all of stdout and stderr to this file (profiling runs: --trace-gc output). */
+  logFile?: string;
 }
 
 const live = new Set<Proc>();
@@ -59,6 +61,12 @@ export function startProcess(name: string, cmd: string, args: string[], opts: St
     proc.stdout = opts.fullStdout ? proc.stdout + s : appendTail(proc.stdout, s);
   });
   child.stderr?.on('data', (s: string) => { proc.stderr = appendTail(proc.stderr, s); });
+  if (opts.logFile) {
+    const log = createWriteStream(opts.logFile, { flags: 'a' });
+    child.stdout?.on('data', (s: string) => log.write(s));
+    child.stderr?.on('data', (s: string) => log.write(s));
+    child.once('close', () => log.end());
+  }
   proc.exited = new Promise((resolve) => {
     child.on('error', (err) => { proc.stderr = appendTail(proc.stderr, String(err)); });
     child.on('close', (code, signal) => {
