@@ -3,8 +3,9 @@
  * response bytes and produce request bytes. Versions and nonces live in `TypeState`,
  * which survives reconnects (a new stream resumes from the last accepted versions).
  */
-import { decodeAnyBytes, decodeDeltaResource, splitDeltaResponse, splitSotwResponse } from './discovery.ts';
+import { decodeAnyBytes, decodeDeltaResource, removedNames, splitDeltaResponse, splitSotwResponse } from './discovery.ts';
 import type { OutgoingRequest } from './request-parts.ts';
+import type { FieldEntries } from './wire-split.ts';
 import { screenResponse, type ResponseItem, type ResponseItems, type Screened } from './screen.ts';
 import { nackMessage, SOTW_FULL_STATE, SUBSCRIBE_ORDER, type XdsHandler, type XdsInterest, type XdsRejection } from './types.ts';
 import { log } from '../core/log.ts';
@@ -24,9 +25,17 @@ function parse<T>(decode: (bytes: Uint8Array) => T, bytes: Uint8Array, what: str
   }
 }
 
+async function parseAsync<T>(decoding: Promise<T>, what: string): Promise<T> {
+  try {
+    return await decoding;
+  } catch (e) {
+    throw new MalformedResponse(`cannot decode a ${what}: ${(e as Error).message}`);
+  }
+}
+
 /** A response's resources, each decoded when screening reaches it (bytes that do not decode reset the stream). */
-function lazyItems(entries: readonly Uint8Array[], what: string, item: (bytes: Uint8Array) => ResponseItem | undefined): ResponseItems {
-  return { length: entries.length, at: (i) => parse(item, entries[i], what) };
+function lazyItems(entries: FieldEntries, what: string, item: (bytes: Uint8Array) => ResponseItem | undefined): ResponseItems {
+  return { length: entries.length, at: (i) => parse(item, entries.at(i), what) };
 }
 
 /** What the client remembers per type across streams. */
@@ -220,14 +229,15 @@ export class DeltaProtocol extends ProtocolBase implements AdsProtocol {
   }
 
   async onResponse(bytes: Buffer): Promise<OutgoingRequest[]> {
-    const { response: r, resources } = parse(splitDeltaResponse, bytes, 'DeltaDiscoveryResponse');
+    const { response: r, resources, removed } = parse(splitDeltaResponse, bytes, 'DeltaDiscoveryResponse');
     const s = this.subscription(r.type_url);
     if (!s) return [];
+    const removedResources = await parseAsync(removedNames(removed), 'DeltaDiscoveryResponse removed_resources');
     const items = lazyItems(resources, 'DeltaDiscoveryResponse resource', (b) => {
       const x = decodeDeltaResource(b);
       return x.resource ? { name: x.name, version: x.version, any: x.resource } : undefined;
     });
-    const sc = await screenResponse(r.type_url, items, r.removed_resources, ProtocolBase.wanted(s), { delta: true, full: false });
+    const sc = await screenResponse(r.type_url, items, removedResources, ProtocolBase.wanted(s), { delta: true, full: false });
     const { error, refused } = await this.applyScreened(r.type_url, r.system_version_info, sc, false);
     for (const res of sc.resources) if (!refused.has(res.name)) s.versions.set(res.name, res.version);
     for (const n of sc.removed) s.versions.delete(n);
