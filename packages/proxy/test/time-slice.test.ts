@@ -1,7 +1,7 @@
 // Time slices of config work: one clock per thread, so phases that follow each other in one task share a budget.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CONFIG_SLICE_MS, TimeSlice } from '../src/core/time-slice.ts';
+import { CONFIG_SLICE_MS, eachSliced, TimeSlice } from '../src/core/time-slice.ts';
 
 const busy = (ms: number): void => { const end = performance.now() + ms; while (performance.now() < end) { /* spin */ } };
 
@@ -16,4 +16,15 @@ test('a slice made after work in the same task is already due; next() starts a n
   assert.equal(immediateRan, true, 'what was queued before the yield ran');
   assert.equal(later.due, false);
   assert.equal(new TimeSlice().due, false);
+});
+
+test('eachSliced visits every item in order and lets I/O run when a slice is due', async () => {
+  const seen: number[] = [];
+  let immediates = 0;
+  const tick = (): void => { immediates++; if (immediates < 1000) setImmediate(tick); };
+  await new TimeSlice().next();
+  setImmediate(tick);
+  await eachSliced(Array.from({ length: 5000 }, (_, i) => i), (i) => { seen.push(i); busy(0.01); });
+  assert.deepEqual(seen, Array.from({ length: 5000 }, (_, i) => i));
+  assert.ok(immediates >= 2, `queued work ran between slices (${immediates} turns)`);
 });

@@ -29,3 +29,19 @@ export class TimeSlice {
     sliceStart = performance.now();
   }
 }
+
+/** Items between two checks of the clock in eachSliced (a Set insert or a Map lookup is well under a microsecond). */
+const ITEMS_PER_CHECK = 256;
+
+/**
+ * `fn` for every item, yielding whenever the slice is due: for loops over thousands of names
+ * (20,000 subscribed EDS names) that are cheap per item but not in sum. The items must not change
+ * while this runs (the ADS client runs one response or resubscription at a time).
+ */
+export async function eachSliced<T>(items: Iterable<T>, fn: (item: T) => void, slice = new TimeSlice()): Promise<void> {
+  let n = 0;
+  for (const item of items) {
+    if (++n % ITEMS_PER_CHECK === 0 && slice.due) await slice.next();
+    fn(item);
+  }
+}
