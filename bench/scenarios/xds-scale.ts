@@ -26,7 +26,7 @@
  * For profiling: XDS_SCALE_ONLY=delta-1|delta-2|sotw-1 runs one row; XDS_SCALE_NODE_ARGS adds node flags to
  * the proxy (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof --trace-gc"); the proxy's stdout and stderr are kept
  * whole in proxy-<row>.log next to the loop monitor's files, in a directory removed after the run unless
- * XDS_SCALE_KEEP=DIR names one (bench/tools/cpuprofile-tasks.ts lists a profile's long tasks).
+ * XDS_SCALE_KEEP=DIR names one (which then also gets the probe's samples, probe-<row>.json) (bench/tools/cpuprofile-tasks.ts lists a profile's long tasks).
  */
 import http from 'node:http';
 import path from 'node:path';
@@ -197,6 +197,8 @@ async function runOne(f: Flavour, n: number, skuaMain: string, build: string, di
     await stopProcess(probe, 10_000);
     const heapPushMb = (await retainedHeap(monitorDir, proxy.pid, f.workers, 'push')).usedMb;
     const samples = JSON.parse(probe.stdout.trim().split('\n').at(-1) || '[]') as Array<[number, number, number]>;
+    // Kept with the monitor's files: each request's due time, latency and status, for timelines.
+    if (process.env.XDS_SCALE_KEEP) writeFileSync(path.join(dir, `probe-${row}.json`), JSON.stringify({ idleFrom, pushFrom, pushTo, samples }));
     probe = undefined;
     snapshot.set([small]);
     await until(`${last} to go away after the shrink`, async () => (await answers(listenerPort, last)) !== 200, PUSH_LIMIT_MS);
