@@ -11,7 +11,7 @@ import protobuf from 'protobufjs';
 const strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** A protobuf string's bytes as one flat string: ASCII sliced in one step, the rest strictly UTF-8 decoded (throws on invalid bytes). */
-function flatString(buf: Buffer, start: number, end: number): string {
+export function flatString(buf: Buffer, start: number, end: number): string {
   for (let i = start; i < end; i++) {
     if (buf[i] >= 0x80) return strict.decode(buf.subarray(start, end));
   }
