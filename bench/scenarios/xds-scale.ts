@@ -22,8 +22,11 @@
  * Acceptance (issue 16): per row of the build under test, the longest block ≤ 50 ms and p99 during the
  * push ≤ 2× idle p99. `--skua-before REF` runs a git ref's build too, each flavour before and after
  * side by side (rows marked "before"); checks apply to the build under test only.
+ * The proxy runs with the V8 flags the proxy image ships (SHIPPED_V8_FLAGS).
  * For profiling: XDS_SCALE_ONLY=delta-1|delta-2|sotw-1 runs one row; XDS_SCALE_NODE_ARGS adds node flags to
- * the proxy (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+ * the proxy (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof --trace-gc"); the proxy's stdout and stderr are kept
+ * whole in proxy-<row>.log next to the loop monitor's files, in a directory removed after the run unless
+ * XDS_SCALE_KEEP=DIR names one (which then also gets the probe's samples, probe-<row>.json) (bench/tools/cpuprofile-tasks.ts lists a profile's long tasks).
  */
 import http from 'node:http';
 import path from 'node:path';
@@ -53,6 +56,13 @@ const PUSH_LIMIT_MS = 600_000;
 /** Issue 16's goals for the push. */
 const MAX_BLOCK_MS = 50;
 const MAX_P99_RATIO = 2;
+/**
+ * What a sidecar runs with: the proxy image's NODE_OPTIONS cap V8's young generation at 2 x 4 MB and
+ * bin/skua-proxy.js sets --heap-growing-percent=50 (issue 13, branch h-perf; not on main yet, so named
+ * here). The young generation's size decides how long each scavenge of a push's garbage takes, so a
+ * push measured with V8's default 2 x 16 MB would not be the push that ships.
+ */
+const SHIPPED_V8_FLAGS = ['--max-semi-space-size=4', '--heap-growing-percent=50'];
 /** Rows of the `--skua-before` build start with this. */
 const BEFORE = 'before';
 
@@ -158,10 +168,12 @@ async function runOne(f: Flavour, n: number, skuaMain: string, build: string, di
   const adminPort = await freePort(), probePort = await freePort();
   const file = path.join(dir, `xds-scale-${f.delta ? 'delta' : 'sotw'}-${f.workers}.json`);
   writeFileSync(file, JSON.stringify(bootstrap(adminPort, probePort, adsPort, f.delta)));
-  const monitorDir = path.join(dir, `loop-${f.delta ? 'delta' : 'sotw'}-${f.workers}${build ? '-before' : ''}`);
+  const row = `${f.delta ? 'delta' : 'sotw'}-${f.workers}${build ? '-before' : ''}`;
+  const monitorDir = path.join(dir, `loop-${row}`);
   mkdirSync(monitorDir, { recursive: true });
-  const proxy = startProcess('skua-proxy', process.execPath, [...(process.env.XDS_SCALE_NODE_ARGS ?? '').split(' ').filter(Boolean), '--expose-gc', '--import', path.join(REPO_ROOT, 'bench/tools/loop-monitor.ts'), path.resolve(REPO_ROOT, skuaMain),
-    '-c', file, '-l', 'warn', '--concurrency', String(f.workers)], { cwd: REPO_ROOT, env: { LOOP_MONITOR_DIR: monitorDir } });
+  const nodeArgs = [...SHIPPED_V8_FLAGS, ...(process.env.XDS_SCALE_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+  const proxy = startProcess('skua-proxy', process.execPath, [...nodeArgs, '--expose-gc', '--import', path.join(REPO_ROOT, 'bench/tools/loop-monitor.ts'), path.resolve(REPO_ROOT, skuaMain),
+    '-c', file, '-l', 'warn', '--concurrency', String(f.workers)], { cwd: REPO_ROOT, env: { LOOP_MONITOR_DIR: monitorDir }, logFile: path.join(dir, `proxy-${row}.log`) });
   let probe: Proc | undefined;
   try {
     await waitForReady(adminPort, proxy, 60_000);
@@ -185,6 +197,8 @@ async function runOne(f: Flavour, n: number, skuaMain: string, build: string, di
     await stopProcess(probe, 10_000);
     const heapPushMb = (await retainedHeap(monitorDir, proxy.pid, f.workers, 'push')).usedMb;
     const samples = JSON.parse(probe.stdout.trim().split('\n').at(-1) || '[]') as Array<[number, number, number]>;
+    // Kept with the monitor's files: each request's due time, latency and status, for timelines.
+    if (process.env.XDS_SCALE_KEEP) writeFileSync(path.join(dir, `probe-${row}.json`), JSON.stringify({ idleFrom, pushFrom, pushTo, samples }));
     probe = undefined;
     snapshot.set([small]);
     await until(`${last} to go away after the shrink`, async () => (await answers(listenerPort, last)) !== 200, PUSH_LIMIT_MS);
@@ -226,7 +240,7 @@ export async function runXdsScale(opts: Options, tmpDir: string): Promise<Scenar
   const startedAt = new Date().toISOString();
   const t0 = performance.now();
   const n = opts.xdsClusters;
-  const dir = path.join(tmpDir, 'xds-scale');
+  const dir = process.env.XDS_SCALE_KEEP ? path.resolve(process.env.XDS_SCALE_KEEP) : path.join(tmpDir, 'xds-scale');
   mkdirSync(dir, { recursive: true });
   const backend = http.createServer((_req, res) => res.end('a'));
   const backendPort = await new Promise<number>((r) => backend.listen(0, HOST, () => r((backend.address() as { port: number }).port)));
@@ -252,7 +266,7 @@ export async function runXdsScale(opts: Options, tmpDir: string): Promise<Scenar
   const res: ScenarioResult = {
     scenario: 'xds-scale', title: `xDS at scale: ${n.toLocaleString('en-US')} EDS clusters pushed to a live proxy, then shrunk to one`,
     startedAt, seconds: (performance.now() - t0) / 1000, primary: 'maxBlockMs', columns: COLUMNS, rows,
-    settings: { clusters: n, probeRps: PROBE_RPS, probeConnections: PROBE_CONNECTIONS, idleMs: IDLE_MS, skua: opts.skuaMain, ...(opts.skuaBefore ? { skuaBefore: opts.skuaBefore } : {}) },
+    settings: { clusters: n, v8Flags: SHIPPED_V8_FLAGS.join(' '), probeRps: PROBE_RPS, probeConnections: PROBE_CONNECTIONS, idleMs: IDLE_MS, skua: opts.skuaMain, ...(opts.skuaBefore ? { skuaBefore: opts.skuaBefore } : {}) },
   };
   xdsScaleChecks([res]).forEach((c, i) => { res.settings[`acceptance${i + 1}`] = `${c.status} ${c.name} (${c.detail})`; });
   return res;

@@ -5,7 +5,9 @@
  * task shows as one long gap, by thread CPU time, which other processes on a busy machine do not
  * inflate (they inflate wall time: both are recorded). Each thread rewrites
  * <dir>/loop-<pid>-<threadId>.json once a second with its gaps between two ticks over 5 ms of CPU or
- * 20 ms of wall time: [[endEpochMs, cpuMs, wallMs], ...] (the newest 20,000), and <dir>/pauses-<pid>-<threadId>.json with
+ * 20 ms of wall time (LOOP_MONITOR_WALL_MS: another wall threshold, for timelines): [[endEpochMs, cpuMs, wallMs, endMonoUs], ...] (the newest 20,000; endMonoUs is
+ * process.hrtime in µs, the clock of a --cpu-prof profile's timestamps: bench/tools/cpuprofile-tasks.ts
+ * --loop shows what ran in each gap), and <dir>/pauses-<pid>-<threadId>.json with
  * the thread's GC pauses of 1 ms or more (PerformanceObserver 'gc'): [[endEpochMs, ms, kind], ...],
  * kind as perf_hooks numbers it (1 minor / scavenge, 4 major / mark-compact, 8 incremental, 16 weak callbacks).
  * Retained heap: with --expose-gc, when <dir>/gc-<pid> holds a token not seen before, each thread
@@ -36,7 +38,8 @@ if (dir) {
   const file = path.join(dir, `loop-${process.pid}-${threadId}.json`);
   const cpuMs = (): number => { const u = process.threadCpuUsage(); return (u.user + u.system) / 1000; };
   const epoch = (): number => performance.timeOrigin + performance.now();
-  const tasks: Array<[number, number, number]> = [];
+  const tasks: Array<[number, number, number, number]> = [];
+  const wallOverMs = Number(process.env.LOOP_MONITOR_WALL_MS ?? 20);
   let lastCpu = cpuMs(), lastWall = performance.now(), dirty = false;
   const pausesFile = path.join(dir, `pauses-${process.pid}-${threadId}.json`);
   const pauses: Array<[number, number, number]> = [];
@@ -51,8 +54,8 @@ if (dir) {
   }).observe({ entryTypes: ['gc'] });
   setInterval(() => {
     const c = cpuMs(), w = performance.now();
-    if (c - lastCpu > 5 || w - lastWall > 20) {
-      tasks.push([epoch(), +(c - lastCpu).toFixed(2), +(w - lastWall).toFixed(2)]);
+    if (c - lastCpu > 5 || w - lastWall > wallOverMs) {
+      tasks.push([epoch(), +(c - lastCpu).toFixed(2), +(w - lastWall).toFixed(2), Number(process.hrtime.bigint() / 1000n)]);
       if (tasks.length > 20_000) tasks.splice(0, tasks.length - 20_000);
       dirty = true;
     }

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DynamicConfig } from '../src/xds/dynamic-config.ts';
-import { followerUpdates, receivedUpdate } from '../src/xds/follower-updates.ts';
+import { FOLLOWER_CHUNK, followerUpdates, receivedUpdate } from '../src/xds/follower-updates.ts';
 import { ClusterManager } from '../src/upstream/manager.ts';
 import { ListenerManager } from '../src/listener/manager.ts';
 import { StatsStore } from '../src/stats/store.ts';
@@ -33,7 +33,7 @@ test('a CDS update crosses to a worker as JSON text and is built there alike', a
   });
   const u: XdsUpdate = { typeUrl: TYPE_URL.cluster, version: '1', resources, removed: [], full: true };
   assert.deepEqual(await main.dc.apply(u), []);
-  const parts = followerUpdates(u, main.dc);
+  const parts = [...followerUpdates(u, main.dc)];
   assert.equal(parts.length, 1);
   const sent = structuredClone(parts[0]);
   assert.ok(JSON.stringify(sent).length < 2_000, 'the message holds the clusters, not the whole response');
@@ -44,7 +44,26 @@ test('a CDS update crosses to a worker as JSON text and is built there alike', a
   assert.equal(worker.dc.warmingClusters.get('b')?.cluster.config.edsServiceName, 'svc-b');
   assert.deepEqual([...worker.dc.eds.names].sort(), ['svc-a', 'svc-b']);
   // Sent once: the change is not kept (nor its JSON) until the next update.
-  assert.deepEqual(followerUpdates(u, main.dc)[0].resources, []);
+  assert.deepEqual([...followerUpdates(u, main.dc)][0].resources, []);
   main.clusters.closeAll();
   worker.clusters.closeAll();
+});
+
+test('a large CDS change goes to workers in chunks of FOLLOWER_CHUNK, each made when asked for', async () => {
+  const main = config();
+  main.dc.recordClusterChanges = true;
+  const n = 2 * FOLLOWER_CHUNK + 50;
+  const resources = Array.from({ length: n }, (_, i) => {
+    const any = encodeResource({ '@type': TYPE_URL.cluster, name: `c${i}`, type: 'EDS', eds_cluster_config: { eds_config: { ads: {} } } });
+    return { name: `c${i}`, version: '1', json: decodeResource(any), any };
+  });
+  assert.deepEqual(await main.dc.apply({ typeUrl: TYPE_URL.cluster, version: '1', resources, removed: [], full: true }), []);
+  const parts = followerUpdates({ typeUrl: TYPE_URL.cluster, version: '1', resources, removed: [], full: true }, main.dc);
+  const first = parts.next();
+  assert.equal(first.done, false);
+  assert.equal(first.value.resources.length, FOLLOWER_CHUNK);
+  assert.equal((first.value.resources[0] as { text?: string }).text, JSON.stringify(resources[0].json));
+  const rest = [...parts];
+  assert.deepEqual(rest.map((p) => [p.resources.length, p.removed.length]), [[FOLLOWER_CHUNK, 0], [50, 0]]);
+  main.clusters.closeAll();
 });

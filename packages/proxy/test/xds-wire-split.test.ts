@@ -2,7 +2,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  decodeAnyBytes, decodeDeltaResource, encodeDeltaResponse, encodeSotwResponse, splitDeltaResponse, splitSotwResponse, TYPE_URL,
+  decodeAnyBytes, decodeDeltaResource, encodeDeltaResponse, encodeSotwResponse, removedNames, splitDeltaResponse, splitSotwResponse, TYPE_URL,
 } from '../src/xds/discovery.ts';
 import { encodeResource } from '../src/xds/encode.ts';
 import { decodeResource } from '../src/xds/decode.ts';
@@ -17,25 +17,37 @@ describe('split discovery responses', () => {
     const { response, resources } = splitSotwResponse(bytes);
     assert.deepEqual({ ...response, resources: [] }, { version_info: 'v7', resources: [], type_url: TYPE_URL.cluster, nonce: 'n1' });
     assert.equal(resources.length, 300);
-    const back = decodeAnyBytes(resources[299]);
+    const back = decodeAnyBytes(resources.at(299));
     assert.equal(back.type_url, TYPE_URL.cluster);
     assert.equal(decodeResource(back).name, 'c299');
   });
 
-  test('Delta: names, versions and removals; a wrapper without a resource stays one', () => {
+  test('Delta: names, versions and removals; a wrapper without a resource stays one', async () => {
     const bytes = encodeDeltaResponse({
       system_version_info: 's1', type_url: TYPE_URL.cluster, nonce: 'n2', removed_resources: ['gone1', 'gone2'],
       resources: [{ name: 'a', version: '1', resource: cluster('a') }, { name: 'b', version: '2', resource: undefined }],
     });
-    const { response, resources } = splitDeltaResponse(bytes);
-    assert.deepEqual(response.removed_resources, ['gone1', 'gone2']);
+    const { response, resources, removed } = splitDeltaResponse(bytes);
+    // removed_resources stay bytes until read in time slices.
+    assert.deepEqual(response.removed_resources, []);
+    assert.deepEqual(await removedNames(removed), ['gone1', 'gone2']);
     assert.equal(response.nonce, 'n2');
     assert.equal(response.resources.length, 0);
-    const [a, b] = resources.map(decodeDeltaResource);
+    const [a, b] = [0, 1].map((i) => decodeDeltaResource(resources.at(i)));
+    assert.equal(resources.length, 2);
     assert.equal(a.name, 'a');
     assert.equal(a.version, '1');
     assert.equal(decodeResource(a.resource!).name, 'a');
     assert.deepEqual(b, { name: 'b', version: '2', resource: undefined });
+  });
+
+  test('removed names that are not UTF-8 are refused', async () => {
+    const bytes = Buffer.concat([encodeDeltaResponse({ system_version_info: '', type_url: TYPE_URL.cluster, nonce: 'n', removed_resources: ['ok', 'é'], resources: [] }), Buffer.from([0x32, 0x02, 0xc3, 0x28])]);
+    const { removed } = splitDeltaResponse(bytes);
+    assert.equal(removed?.length, 3);
+    await assert.rejects(removedNames(removed), TypeError);
+    const { removed: fine } = splitDeltaResponse(bytes.subarray(0, bytes.length - 4));
+    assert.deepEqual(await removedNames(fine), ['ok', 'é']);
   });
 
   test('bytes that are not a message are refused with where they broke', () => {
@@ -46,7 +58,8 @@ describe('split discovery responses', () => {
     // Fields of every wire type around the split field are kept in the rest, in order.
     const mixed = Uint8Array.from([0x08, 0x96, 0x01, 0x12, 0x01, 0x41, 0x19, 1, 2, 3, 4, 5, 6, 7, 8, 0x25, 1, 2, 3, 4]);
     const { entries, rest } = splitRepeated(mixed, 2);
-    assert.deepEqual(entries.map((e) => [...e]), [[0x41]]);
+    assert.equal(entries.length, 1);
+    assert.deepEqual([...entries.at(0)], [0x41]);
     assert.deepEqual([...rest], [0x08, 0x96, 0x01, 0x19, 1, 2, 3, 4, 5, 6, 7, 8, 0x25, 1, 2, 3, 4]);
   });
 });

@@ -6,17 +6,21 @@ export type LbPolicy = 'ROUND_ROBIN' | 'LEAST_REQUEST' | 'RANDOM';
 
 /**
  * An immutable set of hosts with its load-balancing state. Built once per
- * membership change; `pick` is allocation-free.
+ * membership change; `pick` is allocation-free. The priority plan (or hash ring) is made on the
+ * first pick, as after a health change: of 20,000 EDS clusters pushed at once most see no request
+ * for a while, and their plans were ~20 objects each (~6 KB allocated per cluster) made while the
+ * event loop also served traffic.
  */
 export class HostSet {
   readonly hosts: readonly Host[];
   private readonly options: LocalityLbOptions;
   private readonly hashConfig: HashLbConfig | undefined;
-  /** Priority load, panic and locality choice (Envoy's), rebuilt after a health change. */
+  /** Priority load, panic and locality choice (Envoy's), made on the first pick and rebuilt after a health change. */
   private plan!: PriorityPlan<Host>;
   private hash: HashLoadBalancer<Host> | undefined;
   /** One priority, every host healthy, no locality weighting: picks skip the plan. */
   private simple = false;
+  /** The health epoch the plan was made in; -1: not made yet. */
   private epoch = -1;
   private readonly policy: LbPolicy;
   private readonly weighted: boolean;
@@ -29,7 +33,6 @@ export class HostSet {
     this.hashConfig = hashConfig;
     this.weighted = hosts.some((h) => h.weight !== hosts[0].weight);
     for (const h of hosts) h.currentWeight = 0;
-    this.refresh();
   }
 
   private refresh(): void {

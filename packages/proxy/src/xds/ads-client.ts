@@ -82,7 +82,9 @@ export class AdsClient {
   resubscribe(): void {
     this.enqueue(async () => {
       if (!this.call || !this.protocol) return;
-      await this.send(this.call, this.protocol.resubscribe());
+      const call = this.call;
+      const requests = await this.protocol.resubscribe();
+      await this.send(call, requests);
     });
   }
 
@@ -122,7 +124,7 @@ export class AdsClient {
         ? new DeltaProtocol(this.handler, this.states, this.opts.node, events)
         : new SotwProtocol(this.handler, this.states, this.opts.node, events);
       this.protocol = protocol;
-      await this.send(call, protocol.open());
+      await this.send(call, await protocol.open());
     });
     // Responses wait their turn here; past a few, stop reading (HTTP/2 flow control holds the rest
     // at the server), so a server flooding responses cannot grow this queue without bound.

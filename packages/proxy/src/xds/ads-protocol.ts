@@ -3,11 +3,13 @@
  * response bytes and produce request bytes. Versions and nonces live in `TypeState`,
  * which survives reconnects (a new stream resumes from the last accepted versions).
  */
-import { decodeAnyBytes, decodeDeltaResource, splitDeltaResponse, splitSotwResponse } from './discovery.ts';
+import { decodeAnyBytes, decodeDeltaResource, removedNames, splitDeltaResponse, splitSotwResponse } from './discovery.ts';
 import type { OutgoingRequest } from './request-parts.ts';
+import type { FieldEntries } from './wire-split.ts';
 import { screenResponse, type ResponseItem, type ResponseItems, type Screened } from './screen.ts';
 import { nackMessage, SOTW_FULL_STATE, SUBSCRIBE_ORDER, type XdsHandler, type XdsInterest, type XdsRejection } from './types.ts';
 import { log } from '../core/log.ts';
+import { eachSliced, TimeSlice } from '../core/time-slice.ts';
 
 type Json = Record<string, unknown>;
 const INVALID_ARGUMENT = 3;
@@ -24,9 +26,17 @@ function parse<T>(decode: (bytes: Uint8Array) => T, bytes: Uint8Array, what: str
   }
 }
 
+async function parseAsync<T>(decoding: Promise<T>, what: string): Promise<T> {
+  try {
+    return await decoding;
+  } catch (e) {
+    throw new MalformedResponse(`cannot decode a ${what}: ${(e as Error).message}`);
+  }
+}
+
 /** A response's resources, each decoded when screening reaches it (bytes that do not decode reset the stream). */
-function lazyItems(entries: readonly Uint8Array[], what: string, item: (bytes: Uint8Array) => ResponseItem | undefined): ResponseItems {
-  return { length: entries.length, at: (i) => parse(item, entries[i], what) };
+function lazyItems(entries: FieldEntries, what: string, item: (bytes: Uint8Array) => ResponseItem | undefined): ResponseItems {
+  return { length: entries.length, at: (i) => parse(item, entries.at(i), what) };
 }
 
 /** What the client remembers per type across streams. */
@@ -55,17 +65,20 @@ export interface ProtocolEvents {
   rejected(typeUrl: string, version: string, message: string): void;
 }
 
-/** Requests come out unencoded: the client encodes them in time slices (request-parts.ts). */
+/**
+ * Requests come out unencoded: the client encodes them in time slices (request-parts.ts). Name
+ * sets are compared and copied in time slices too: EDS subscribes to one name per cluster.
+ */
 export interface AdsProtocol {
   /** The first requests on a new stream (node on the first one). */
-  open(): OutgoingRequest[];
+  open(): Promise<OutgoingRequest[]>;
   /**
    * A response arrived: apply it and return the ACK/NACK plus any follow-up subscription changes.
    * Throws MalformedResponse for bytes that are not a response (the stream is then reset).
    */
   onResponse(bytes: Buffer): Promise<OutgoingRequest[]>;
   /** Re-evaluate subscriptions (a handler's interest changed): requests to send now. */
-  resubscribe(): OutgoingRequest[];
+  resubscribe(): Promise<OutgoingRequest[]>;
 }
 
 /** What both wire protocols share: the handler, per-type state, and the node sent once per stream. */
@@ -98,11 +111,11 @@ abstract class ProtocolBase {
     return s;
   }
 
-  open(): OutgoingRequest[] {
+  open(): Promise<OutgoingRequest[]> {
     return this.resubscribe();
   }
 
-  abstract resubscribe(): OutgoingRequest[];
+  abstract resubscribe(): Promise<OutgoingRequest[]>;
 
   /** The type's subscription on this stream, or undefined (logged) when nothing of it was asked for. */
   protected subscription(typeUrl: string): TypeState | undefined {
@@ -153,18 +166,19 @@ export class SotwProtocol extends ProtocolBase implements AdsProtocol {
     } };
   }
 
-  resubscribe(): OutgoingRequest[] {
+  async resubscribe(): Promise<OutgoingRequest[]> {
     const out: OutgoingRequest[] = [];
+    const slice = new TimeSlice();
     for (const typeUrl of SUBSCRIBE_ORDER) {
       const want = this.handler.interest(typeUrl);
       const s = this.stateOf(typeUrl);
       if (!want.wildcard && want.names.size === 0 && !s.started) continue;
-      if (s.started && want.wildcard === s.sentWildcard && unchanged(want, s)) continue;
+      if (s.started && want.wildcard === s.sentWildcard && await unchanged(want, s, slice)) continue;
       s.started = true;
       s.sentWildcard = want.wildcard;
-      s.sent = new Set(want.names);
+      s.sent = await copied(want.names, slice);
       s.revision = want.revision;
-      out.push(this.request(typeUrl, s, want.wildcard ? [] : [...want.names]));
+      out.push(this.request(typeUrl, s, want.wildcard ? [] : [...s.sent]));
     }
     return out;
   }
@@ -181,13 +195,14 @@ export class SotwProtocol extends ProtocolBase implements AdsProtocol {
     // A NACK repeats the last accepted version (Envoy: the rejected version is never acknowledged).
     if (error === undefined) s.version = r.version_info;
     const names = s.sentWildcard ? [] : [...s.sent];
-    return [this.request(r.type_url, s, names, error), ...this.resubscribe()];
+    return [this.request(r.type_url, s, names, error), ...await this.resubscribe()];
   }
 }
 
 export class DeltaProtocol extends ProtocolBase implements AdsProtocol {
-  resubscribe(): OutgoingRequest[] {
+  async resubscribe(): Promise<OutgoingRequest[]> {
     const out: OutgoingRequest[] = [];
+    const slice = new TimeSlice();
     for (const typeUrl of SUBSCRIBE_ORDER) {
       const want = this.handler.interest(typeUrl);
       const s = this.stateOf(typeUrl);
@@ -195,22 +210,25 @@ export class DeltaProtocol extends ProtocolBase implements AdsProtocol {
         if (!want.wildcard && want.names.size === 0) continue;
         s.started = true;
         s.sentWildcard = want.wildcard;
-        s.sent = new Set(want.names);
+        s.sent = await copied(want.names, slice);
         s.revision = want.revision;
+        const versions: Record<string, string> = {};
+        await eachSliced(s.versions, ([name, version]) => { versions[name] = version; }, slice);
         out.push({ delta: true, request: {
           node: this.nodeOnce(), type_url: typeUrl,
-          resource_names_subscribe: want.wildcard ? [] : [...want.names], resource_names_unsubscribe: [],
-          initial_resource_versions: Object.fromEntries(s.versions), response_nonce: '',
+          resource_names_subscribe: want.wildcard ? [] : [...s.sent], resource_names_unsubscribe: [],
+          initial_resource_versions: versions, response_nonce: '',
         } });
         continue;
       }
-      if (want.wildcard || unchanged(want, s)) continue;
-      const subscribe = [...want.names].filter((n) => !s.sent.has(n));
-      const unsubscribe = [...s.sent].filter((n) => !want.names.has(n));
+      if (want.wildcard || await unchanged(want, s, slice)) continue;
+      const subscribe: string[] = [], unsubscribe: string[] = [];
+      await eachSliced(want.names, (n) => { if (!s.sent.has(n)) subscribe.push(n); }, slice);
+      await eachSliced(s.sent, (n) => { if (!want.names.has(n)) unsubscribe.push(n); }, slice);
       if (subscribe.length === 0 && unsubscribe.length === 0) continue;
-      s.sent = new Set(want.names);
+      s.sent = await copied(want.names, slice);
       s.revision = want.revision;
-      for (const n of unsubscribe) s.versions.delete(n);
+      await eachSliced(unsubscribe, (n) => { s.versions.delete(n); }, slice);
       out.push({ delta: true, request: {
         node: this.nodeOnce(), type_url: typeUrl, resource_names_subscribe: subscribe, resource_names_unsubscribe: unsubscribe,
         initial_resource_versions: {}, response_nonce: '',
@@ -220,35 +238,45 @@ export class DeltaProtocol extends ProtocolBase implements AdsProtocol {
   }
 
   async onResponse(bytes: Buffer): Promise<OutgoingRequest[]> {
-    const { response: r, resources } = parse(splitDeltaResponse, bytes, 'DeltaDiscoveryResponse');
+    const { response: r, resources, removed } = parse(splitDeltaResponse, bytes, 'DeltaDiscoveryResponse');
     const s = this.subscription(r.type_url);
     if (!s) return [];
+    const removedResources = await parseAsync(removedNames(removed), 'DeltaDiscoveryResponse removed_resources');
     const items = lazyItems(resources, 'DeltaDiscoveryResponse resource', (b) => {
       const x = decodeDeltaResource(b);
       return x.resource ? { name: x.name, version: x.version, any: x.resource } : undefined;
     });
-    const sc = await screenResponse(r.type_url, items, r.removed_resources, ProtocolBase.wanted(s), { delta: true, full: false });
+    const sc = await screenResponse(r.type_url, items, removedResources, ProtocolBase.wanted(s), { delta: true, full: false });
     const { error, refused } = await this.applyScreened(r.type_url, r.system_version_info, sc, false);
-    for (const res of sc.resources) if (!refused.has(res.name)) s.versions.set(res.name, res.version);
-    for (const n of sc.removed) s.versions.delete(n);
+    const slice = new TimeSlice();
+    await eachSliced(sc.resources, (res) => { if (!refused.has(res.name)) s.versions.set(res.name, res.version); }, slice);
+    await eachSliced(sc.removed, (n) => { s.versions.delete(n); }, slice);
     const ack: OutgoingRequest = { delta: true, request: {
       type_url: r.type_url, resource_names_subscribe: [], resource_names_unsubscribe: [], initial_resource_versions: {},
       response_nonce: r.nonce, error_detail: error === undefined ? undefined : { code: INVALID_ARGUMENT, message: error },
     } };
-    return [ack, ...this.resubscribe()];
+    return [ack, ...await this.resubscribe()];
   }
 }
 
 /** The names wanted are the ones last sent: the same revision, or (no revision, or a new one) the same names. */
-function unchanged(want: XdsInterest, s: TypeState): boolean {
+async function unchanged(want: XdsInterest, s: TypeState, slice: TimeSlice): Promise<boolean> {
   if (want.revision !== undefined && want.revision === s.revision) return true;
-  if (!sameSet(want.names, s.sent)) return false;
+  if (!await sameSet(want.names, s.sent, slice)) return false;
   s.revision = want.revision;
   return true;
 }
 
-function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+async function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>, slice: TimeSlice): Promise<boolean> {
   if (a.size !== b.size) return false;
-  for (const x of a) if (!b.has(x)) return false;
-  return true;
+  let same = true;
+  await eachSliced(a, (x) => { if (!b.has(x)) same = false; }, slice);
+  return same;
+}
+
+/** A copy of `names`, made between time slices. */
+async function copied(names: ReadonlySet<string>, slice: TimeSlice): Promise<Set<string>> {
+  const copy = new Set<string>();
+  await eachSliced(names, (n) => { copy.add(n); }, slice);
+  return copy;
 }

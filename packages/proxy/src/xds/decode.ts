@@ -10,7 +10,8 @@ import { ConfigError } from '../core/errors.ts';
 import { schemaForUrl } from '../config/schema-protobufjs.ts';
 import { checkTypedStructValue, TYPED_STRUCT_TYPES, unknownFieldMessage, type UnknownField } from '../config/strict.ts';
 import { isEnum, isType, typeForUrl } from './protos.ts';
-import { readerOf } from './flat-reader.ts';
+import { formatDuration, formatFieldMask, formatTimestamp, scalarToJson } from './wkt-json.ts';
+import { FIELD, INDEX, MAP_KEY, messageJson, WireError, type WireHooks } from './wire-json.ts';
 
 type Json = Record<string, unknown>;
 
@@ -66,10 +67,10 @@ const TYPED_STRUCT_CHECK = { typeForUrl: schemaForUrl, onUnknown: rejectUnknownN
 /** Decodes one Any into proto-JSON; throws XdsDecodeError naming the type URL it does not know. */
 export function decodeResource(any: AnyResource): Json {
   trail.start('');
-  return anyToJson(any.type_url ?? any.typeUrl ?? '', any.value);
+  const v = any.value;
+  const buf = Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+  return anyToJson(any.type_url ?? any.typeUrl ?? '', buf, 0, buf.length);
 }
-
-const FIELD = 0, INDEX = 1, MAP_KEY = 2;
 
 /**
  * Where the decoder is in the resource, for error messages and unknown-field reports: keys are
@@ -98,6 +99,16 @@ class Trail {
     this.kinds.pop();
   }
 
+  get depth(): number {
+    return this.keys.length;
+  }
+
+  /** Back to `depth` keys (after an error thrown deeper down). */
+  truncate(depth: number): void {
+    this.keys.length = depth;
+    this.kinds.length = depth;
+  }
+
   get path(): string {
     let p = this.base;
     for (let i = 0; i < this.keys.length; i++) {
@@ -120,35 +131,51 @@ const VALUE_WKTS = new Set([
   'google.protobuf.BoolValue', 'google.protobuf.StringValue', 'google.protobuf.BytesValue',
 ]);
 
-function anyToJson(typeUrl: string, value: Uint8Array): Json {
+/** The wire decoder's view of the walk: nested Anys, the path, unknown field numbers. */
+const hooks: WireHooks = {
+  any: (typeUrl, buf, start, end) => anyToJson(typeUrl, buf, start, end),
+  enter: (key, kind) => trail.enter(key, kind),
+  leave: () => trail.leave(),
+  unknown: (type, numbers) => onUnknownNumbers(type, numbers),
+};
+
+/** The Any whose value is buf[start, end): {"@type", ...fields} (or {"@type", "value"} for a WKT with a JSON form of its own). */
+function anyToJson(typeUrl: string, buf: Buffer, start: number, end: number): Json {
   if (typeUrl === '') {
-    if (value.length === 0) return {};
+    if (end === start) return {};
     throw new XdsDecodeError(trail.path, 'Any has bytes but no type URL');
   }
   const type = typeForUrl(typeUrl);
   if (!type) throw new XdsDecodeError(trail.path, `unknown type URL ${typeUrl}`);
-  let msg: Json;
-  try {
-    // Keep unknown fields (as non-enumerable `$unknowns`) so messageToJson can apply the policy.
-    const reader = readerOf(value);
-    reader.discardUnknown = unknownPolicy.mode === 'ignore';
-    msg = type.decode(reader) as unknown as Json;
-  } catch (e) {
-    throw new XdsDecodeError(trail.path, `cannot decode ${typeUrl}: ${(e as Error).message}`);
-  }
-  const body = toJson(type, msg);
   const name = fullName(type);
-  if (VALUE_WKTS.has(name)) return { '@type': typeUrl, value: body };
+  const valueWkt = VALUE_WKTS.has(name);
+  const depth = trail.depth;
+  let body: unknown;
+  try {
+    // Fields go straight into the object that starts with "@type" (no copy of the decoded message).
+    body = messageJson(type, buf, start, end, hooks, valueWkt ? undefined : { '@type': typeUrl });
+  } catch (e) {
+    // Bytes that are not this message (or a string that is not UTF-8): errors from deeper Anys pass as they are.
+    if (!(e instanceof WireError || e instanceof TypeError || e instanceof RangeError)) throw e;
+    trail.truncate(depth);
+    throw new XdsDecodeError(trail.path, `cannot decode ${typeUrl}: ${e.message}`);
+  }
+  if (valueWkt) return { '@type': typeUrl, value: body };
   if (TYPED_STRUCT_TYPES.has(name)) checkTypedStructValue(body as Json, trail.path, TYPED_STRUCT_CHECK);
-  return { '@type': typeUrl, ...(body as Json) };
+  return body as Json;
 }
 
-function onUnknownFields(type: Type, unknowns: readonly Uint8Array[]): void {
-  for (const raw of unknowns) {
-    const number = tagFieldNumber(raw);
+/** Unknown field numbers of one message, under the process-wide policy. */
+function onUnknownNumbers(type: Type, numbers: readonly number[]): void {
+  if (unknownPolicy.mode === 'ignore') return;
+  for (const number of numbers) {
     if (unknownPolicy.mode === 'reject') throw new XdsDecodeError(trail.path, `unknown field number ${number} of ${fullName(type)}`);
     unknownPolicy.onUnknown?.(trail.path, fullName(type), number);
   }
+}
+
+function onUnknownFields(type: Type, unknowns: readonly Uint8Array[]): void {
+  onUnknownNumbers(type, unknowns.map(tagFieldNumber));
 }
 
 /** The field number of a preserved unknown field (its bytes start with the varint tag). */
@@ -184,14 +211,16 @@ export function messageToJson(type: Type, msg: Json, path: string): unknown {
 
 function toJson(type: Type, msg: Json): unknown {
   switch (fullName(type)) {
-    case 'google.protobuf.Any':
-      return anyToJson(String(own(msg, 'type_url') ?? ''), (own(msg, 'value') as Uint8Array | undefined) ?? new Uint8Array(0));
+    case 'google.protobuf.Any': {
+      const v = (own(msg, 'value') as Uint8Array | undefined) ?? new Uint8Array(0);
+      return anyToJson(String(own(msg, 'type_url') ?? ''), Buffer.from(v.buffer, v.byteOffset, v.byteLength), 0, v.byteLength);
+    }
     case 'google.protobuf.Duration':
       return formatDuration(own(msg, 'seconds'), own(msg, 'nanos'));
     case 'google.protobuf.Timestamp':
       return formatTimestamp(own(msg, 'seconds'), own(msg, 'nanos'));
     case 'google.protobuf.FieldMask':
-      return ((own(msg, 'paths') as string[] | undefined) ?? []).map((p) => p.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())).join(',');
+      return formatFieldMask(own(msg, 'paths') as string[] | undefined);
     case 'google.protobuf.Struct':
       return structToJson(msg, type);
     case 'google.protobuf.Value':
@@ -269,30 +298,6 @@ function singleToJson(f: Field, v: unknown): unknown {
   return scalarToJson(f, v);
 }
 
-const INT64 = new Set(['int64', 'uint64', 'sint64', 'fixed64', 'sfixed64']);
-
-function scalarToJson(f: Field, v: unknown): unknown {
-  if (INT64.has(f.type)) return String(v);
-  if (f.type === 'bytes') return Buffer.from(v as Uint8Array).toString('base64');
-  if (f.type === 'double' || f.type === 'float') {
-    const n = v as number;
-    if (Number.isNaN(n)) return 'NaN';
-    if (n === Infinity) return 'Infinity';
-    if (n === -Infinity) return '-Infinity';
-    return f.type === 'float' ? shortestFloat32(n) : n;
-  }
-  return v;
-}
-
-/** The shortest decimal that reads back as the same float32 (what protobuf's JSON printer writes). */
-function shortestFloat32(n: number): number {
-  for (let p = 1; p <= 9; p++) {
-    const c = Number(n.toPrecision(p));
-    if (Math.fround(c) === n) return c;
-  }
-  return n;
-}
-
 function isDefault(v: unknown): boolean {
   if (v === 0 || v === '' || v === false) return true;
   if (v instanceof Uint8Array) return v.length === 0;
@@ -364,28 +369,3 @@ function valueToJson(msg: Json, type: Type): unknown {
   return null;
 }
 
-function toBigInt(v: unknown): bigint {
-  if (v === undefined || v === null) return 0n;
-  return BigInt(String(v));
-}
-
-function fraction(nanos: number): string {
-  if (nanos === 0) return '';
-  if (nanos % 1_000_000 === 0) return `.${String(nanos / 1_000_000).padStart(3, '0')}`;
-  if (nanos % 1_000 === 0) return `.${String(nanos / 1_000).padStart(6, '0')}`;
-  return `.${String(nanos).padStart(9, '0')}`;
-}
-
-function formatDuration(seconds: unknown, nanos: unknown): string {
-  const s = toBigInt(seconds);
-  const n = Number(nanos ?? 0);
-  const neg = s < 0n || n < 0;
-  const abs = s < 0n ? -s : s;
-  return `${neg ? '-' : ''}${abs}${fraction(Math.abs(n))}s`;
-}
-
-function formatTimestamp(seconds: unknown, nanos: unknown): string {
-  const s = Number(toBigInt(seconds));
-  const iso = new Date(s * 1000).toISOString(); // 1970-01-01T00:00:00.000Z
-  return `${iso.slice(0, 19)}${fraction(Number(nanos ?? 0))}Z`;
-}

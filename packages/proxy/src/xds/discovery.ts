@@ -7,8 +7,9 @@ import type { Type } from 'protobufjs';
 import { typeForUrl } from './protos.ts';
 import { toPlainMessage } from './encode.ts';
 import { messageToJson } from './decode.ts';
-import { readerOf } from './flat-reader.ts';
-import { splitRepeated } from './wire-split.ts';
+import { readerOf, utf8String } from './flat-reader.ts';
+import { TimeSlice } from '../core/time-slice.ts';
+import { splitRepeated, type FieldEntries } from './wire-split.ts';
 
 export const TYPE_URL = {
   listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
@@ -188,15 +189,20 @@ export function decodeDeltaResponse(bytes: Uint8Array): DeltaResponse {
 /**
  * A response whose resources are still bytes (SotW: each an encoded Any; Delta: each an encoded
  * Resource): decodeAnyBytes / decodeDeltaResource read one at a time, so a 20,000-resource
- * response is never decoded in one task.
+ * response is never decoded in one task. Delta's removed_resources stay bytes too (a shrink from
+ * 20,000 clusters names them all): removedNames reads them in time slices.
  */
 export interface SplitResponse<R> {
   readonly response: R;
-  readonly resources: readonly Uint8Array[];
+  readonly resources: FieldEntries;
+  /** Delta: removed_resources (the response's own list is left empty). */
+  readonly removed?: FieldEntries;
 }
 
 /** The resources field (2) of DiscoveryResponse and DeltaDiscoveryResponse. */
 const RESOURCES_FIELD = 2;
+/** DeltaDiscoveryResponse.removed_resources. */
+const REMOVED_FIELD = 6;
 
 export function splitSotwResponse(bytes: Uint8Array): SplitResponse<SotwResponse> {
   const { entries, rest } = splitRepeated(bytes, RESOURCES_FIELD);
@@ -205,7 +211,18 @@ export function splitSotwResponse(bytes: Uint8Array): SplitResponse<SotwResponse
 
 export function splitDeltaResponse(bytes: Uint8Array): SplitResponse<DeltaResponse> {
   const { entries, rest } = splitRepeated(bytes, RESOURCES_FIELD);
-  return { response: decodeDeltaResponse(rest), resources: entries };
+  const removed = splitRepeated(rest, REMOVED_FIELD);
+  return { response: decodeDeltaResponse(removed.rest), resources: entries, removed: removed.entries };
+}
+
+/** Delta's removed_resources, decoded (as protobuf strings: valid UTF-8) in time slices. */
+export async function removedNames(entries: FieldEntries | undefined, slice = new TimeSlice()): Promise<string[]> {
+  const names: string[] = [];
+  for (let i = 0; i < (entries?.length ?? 0); i++) {
+    if (i % 1000 === 0 && slice.due) await slice.next();
+    names.push(utf8String(entries!.at(i)));
+  }
+  return names;
 }
 
 export function decodeAnyBytes(bytes: Uint8Array): AnyBytes {

@@ -21,6 +21,7 @@ import { InitialFetchTimers } from './fetch-timers.ts';
 import { DynamicListeners, type WarmingListener } from './dynamic-listeners.ts';
 import { EdsIndex } from './eds-index.ts';
 import { TimeSlice } from '../core/time-slice.ts';
+import { forwardedCluster } from './follower-updates.ts';
 
 export type { ErrorState, TrackedResource } from './state.ts';
 
@@ -53,7 +54,7 @@ export class DynamicConfig implements XdsHandler {
   retainConfig = true;
   /**
    * What the last CDS update changed, for --concurrency workers (see takeClusterChange): the
-   * resources rebuilt and the names removed. Only recorded with workers to tell: it holds the JSON.
+   * resources rebuilt (as JSON text) and the names removed. Only recorded with workers to tell.
    */
   private lastClusterChange: ClusterChange = NO_CHANGE;
   /** Set by the server when workers follow this thread's updates. */
@@ -214,7 +215,7 @@ export class DynamicConfig implements XdsHandler {
         continue;
       }
       this.accepted(u.typeUrl, r.name);
-      if (this.recordClusterChanges) rebuilt.push(r);
+      if (this.recordClusterChanges) rebuilt.push(forwardedCluster(r.name, r.version, r.json));
       // Only clusters that name ADS secrets get an entry: SDS interest walks this map after every response.
       const secretNames = adsSecretNames(r.json);
       if (secretNames.length) this.adsSecrets.set(`cluster/${r.name}`, secretNames);

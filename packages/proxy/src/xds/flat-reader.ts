@@ -10,6 +10,14 @@ import protobuf from 'protobufjs';
 
 const strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
+/** A protobuf string's bytes as one flat string: ASCII sliced in one step, the rest strictly UTF-8 decoded (throws on invalid bytes). */
+export function flatString(buf: Buffer, start: number, end: number): string {
+  for (let i = start; i < end; i++) {
+    if (buf[i] >= 0x80) return strict.decode(buf.subarray(start, end));
+  }
+  return buf.toString('latin1', start, end);
+}
+
 class FlatStringReader extends protobuf.BufferReader {
   override stringVerify(): string {
     const length = this.uint32();
@@ -17,12 +25,14 @@ class FlatStringReader extends protobuf.BufferReader {
     const end = start + length;
     if (end > this.len) throw new RangeError(`index out of range: ${start} + ${length} > ${this.len}`);
     this.pos = end;
-    const buf = this.buf as Buffer;
-    for (let i = start; i < end; i++) {
-      if (buf[i] >= 0x80) return strict.decode(buf.subarray(start, end));
-    }
-    return buf.toString('latin1', start, end);
+    return flatString(this.buf as Buffer, start, end);
   }
+}
+
+/** A protobuf string field's bytes (a length-delimited entry) as a string. */
+export function utf8String(bytes: Uint8Array): string {
+  const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return flatString(buf, 0, buf.length);
 }
 
 /** A reader over `bytes` (no copy) for `Type.decode`. */

@@ -1,11 +1,13 @@
 /**
  * What the main thread sends --concurrency workers after it applied a CDS or EDS update: only what
- * changed, compiled where the result can cross threads, in chunks so that no postMessage (a
- * structured clone on the main thread, which also serves traffic) takes long.
+ * changed, compiled where the result can cross threads, in chunks made one at a time (the caller
+ * yields between them) so that no postMessage (a structured clone on the main thread, which also
+ * serves traffic) takes long.
  * - CDS: the clusters rebuilt and the names removed, never a whole SotW state again. Workers build
  *   their own Cluster objects: pools, sockets and TLS contexts (bound to the thread's secrets)
  *   cannot be cloned, so each thread compiles the cluster. What crosses is its proto-JSON as one
- *   JSON string: structured-cloning 20,000 clusters' objects (~40 each) took the main thread
+ *   JSON string, made as the config layer applies the cluster (in its time slices: stringified
+ *   here all at once, 20,000 clusters were a 118 ms task): structured-cloning 20,000 clusters' objects (~40 each) took the main thread
  *   ~360 ms of CPU (JSON.stringify is about half of v8.serialize's cost); the worker parses it.
  *   Not the protobuf bytes: decoding them would make each worker load the whole proto root
  *   (~14 MB of heap per worker).
@@ -19,7 +21,7 @@ import type { XdsResource, XdsUpdate } from './types.ts';
 type Json = Record<string, unknown>;
 
 /** A resource on its way to a worker: with `text` (its JSON, stringified), `json` is left empty. */
-interface ForwardedResource extends XdsResource {
+export interface ForwardedResource extends XdsResource {
   readonly text?: string;
 }
 
@@ -27,21 +29,26 @@ interface ForwardedResource extends XdsResource {
 export const FOLLOWER_CHUNK = 200;
 const NO_JSON: Readonly<Record<string, unknown>> = Object.freeze({});
 
-/** The CDS / EDS update `u` as workers should apply it, in chunks (at least one: it also marks the type seen). */
-export function followerUpdates(u: XdsUpdate, dynamic: DynamicConfig): XdsUpdate[] {
+/** A cluster as the config layer records it for workers: never `any` (its bytes are a view into the whole response, which postMessage would copy whole). */
+export function forwardedCluster(name: string, version: string, json: Json): ForwardedResource {
+  return { name, version, json: NO_JSON, text: JSON.stringify(json) };
+}
+
+/** The CDS / EDS update `u` as workers should apply it, chunk by chunk (at least one: it also marks the type seen). */
+export function* followerUpdates(u: XdsUpdate, dynamic: DynamicConfig): Generator<XdsUpdate> {
   if (u.typeUrl === TYPE_URL.cluster) {
     const change = dynamic.takeClusterChange();
-    // Never `any` itself: its bytes are a view into the whole response, which postMessage would copy whole.
-    const resources = change.rebuilt.map((r): ForwardedResource => ({ name: r.name, version: r.version, json: NO_JSON, text: JSON.stringify(r.json) }));
-    return chunked(u, resources, change.removed);
+    yield* chunked(u, change.rebuilt, change.removed);
+    return;
   }
-  const compiled: CompiledAssignment[] = [];
-  for (const r of u.resources) {
-    const a = dynamic.eds.assignments.get(r.name);
-    // Kept by the main thread from this very update: send what it compiled.
-    if (a && dynamic.lastEndpointsStored.has(r.name)) compiled.push({ name: r.name, version: r.version, json: NO_JSON, endpoints: a.endpoints });
+  // Kept by the main thread from this very update: send what it compiled.
+  function* compiled(): Generator<CompiledAssignment> {
+    for (const r of u.resources) {
+      const a = dynamic.eds.assignments.get(r.name);
+      if (a && dynamic.lastEndpointsStored.has(r.name)) yield { name: r.name, version: r.version, json: NO_JSON, endpoints: a.endpoints };
+    }
   }
-  return chunked(u, compiled, u.removed);
+  yield* chunked(u, compiled(), u.removed);
 }
 
 /** A cluster that crossed as JSON text: parsed on the worker, once, when the config layer reads it. */
@@ -69,14 +76,14 @@ export function receivedUpdate(u: XdsUpdate): XdsUpdate {
   return { ...u, resources };
 }
 
-function chunked(u: XdsUpdate, resources: readonly XdsResource[], removed: readonly string[]): XdsUpdate[] {
-  const out: XdsUpdate[] = [];
-  for (let i = 0; i < resources.length; i += FOLLOWER_CHUNK) {
-    out.push({ typeUrl: u.typeUrl, version: u.version, resources: resources.slice(i, i + FOLLOWER_CHUNK), removed: [], full: false });
+function* chunked(u: XdsUpdate, resources: Iterable<XdsResource>, removed: readonly string[]): Generator<XdsUpdate> {
+  const part = (r: XdsResource[], gone: string[]): XdsUpdate => ({ typeUrl: u.typeUrl, version: u.version, resources: r, removed: gone, full: false });
+  let any = false, batch: XdsResource[] = [];
+  for (const r of resources) {
+    batch.push(r);
+    if (batch.length === FOLLOWER_CHUNK) { yield part(batch, []); any = true; batch = []; }
   }
-  for (let i = 0; i < removed.length; i += FOLLOWER_CHUNK) {
-    out.push({ typeUrl: u.typeUrl, version: u.version, resources: [], removed: removed.slice(i, i + FOLLOWER_CHUNK), full: false });
-  }
-  if (out.length === 0) out.push({ typeUrl: u.typeUrl, version: u.version, resources: [], removed: [], full: false });
-  return out;
+  if (batch.length) { yield part(batch, []); any = true; }
+  for (let i = 0; i < removed.length; i += FOLLOWER_CHUNK) { yield part([], removed.slice(i, i + FOLLOWER_CHUNK)); any = true; }
+  if (!any) yield part([], []);
 }

@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { letRunFirst } from '../../core/time-slice.ts';
 
 /**
  * Small HTTP/1.1 writes held until the end of the event loop's I/O phase: every
@@ -11,6 +12,8 @@ import type { Socket } from 'node:net';
  */
 const corked: Socket[] = [];
 let scheduled = false;
+// Config work in time slices resumes with setImmediate too: the turn's responses go out first.
+letRunFirst(() => scheduled);
 
 function uncorkAll(): void {
   scheduled = false;
