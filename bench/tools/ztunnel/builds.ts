@@ -1,0 +1,32 @@
+/**
+ * Other builds of skua-ztunnel to bench beside the working tree: a git ref's packages/proxy and
+ * packages/ztunnel, extracted with `git archive` (borrowing this checkout's node_modules and
+ * native addons), each run through its own bin/skua-ztunnel.js — what ships.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+
+const ROOT = new URL('../../../', import.meta.url).pathname;
+
+/** `WORKTREE` (the files as they are now) or a git ref; resolves to the bin to run. */
+export function ztunnelBinForRef(ref: string, tmp: string): string {
+  if (ref === 'WORKTREE') return join(ROOT, 'packages/ztunnel/bin/skua-ztunnel.js');
+  const dir = join(tmp, `ref-${ref.replace(/[^\w.-]/g, '_')}`);
+  mkdirSync(dir, { recursive: true });
+  const tar = execFileSync('git', ['-C', ROOT, 'archive', ref, 'package.json', 'packages/proxy/package.json', 'packages/proxy/src', 'packages/proxy/bin',
+    'packages/ztunnel/package.json', 'packages/ztunnel/src', 'packages/ztunnel/bin'], { maxBuffer: 256 << 20 });
+  execFileSync('tar', ['-x', '-C', dir], { input: tar });
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  for (const p of ['proxy', 'ztunnel']) symlinkSync(join(ROOT, `packages/${p}/node_modules`), join(dir, `packages/${p}/node_modules`));
+  symlinkSync(join(ROOT, 'packages/proxy/native'), join(dir, 'packages/proxy/native'));
+  return join(dir, 'packages/ztunnel/bin/skua-ztunnel.js');
+}
+
+/** The commit a ref names (WORKTREE: HEAD, marked dirty when the tree differs). */
+export function describeRef(ref: string): string {
+  const rev = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', ref === 'WORKTREE' ? 'HEAD' : ref], { encoding: 'utf8' }).trim();
+  if (ref !== 'WORKTREE') return rev;
+  const dirty = execFileSync('git', ['-C', ROOT, 'status', '--porcelain', 'packages/proxy/src', 'packages/ztunnel'], { encoding: 'utf8' }).trim() !== '';
+  return dirty ? `${rev}+dirty` : rev;
+}
