@@ -4,10 +4,10 @@
  * and the CPU it used during the phase.
  *   node bench/tools/ztunnel-profile.ts [--phases idle,stream1,stream8,connrate,hold,rps] [--mb 200]
  *     [--seconds 5] [--tunnels 2000] [--node-options='--cpu-prof --cpu-prof-dir=/tmp/p'] [--v8-flags=F] [--out FILE]
- *     [--keep DIR [--snapshots] [--smaps]]
+ *     [--keep DIR [--snapshots] [--smaps]] [--ref GIT-REF]
  * --node-options go to the ztunnels only (with the memory probe, bench/tools/ztunnel/mem-probe.mjs), and
  * --v8-flags='--trace-gc' (flags NODE_OPTIONS refuses; the probe sets them at start);
- * --keep DIR: the probe's files stay in DIR, with --snapshots a heap snapshot of each ztunnel after
+ * --ref: another build (bench/tools/ztunnel/builds.ts). --keep DIR: the probe's files stay in DIR, with --snapshots a heap snapshot of each ztunnel after
  * each phase, with --smaps a copy of its /proc/PID/smaps; each ztunnel's stdout in ztunnel-N.log.
  */
 import { spawn } from 'node:child_process';
@@ -15,12 +15,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { ztunnelBinForRef } from './ztunnel/builds.ts';
 import { inPod, load, startPair } from './ztunnel/pair.ts';
 
 const { values } = parseArgs({ options: {
   phases: { type: 'string', default: 'idle,stream1,stream8,connrate,hold,rps' }, mb: { type: 'string', default: '200' }, seconds: { type: 'string', default: '5' },
   tunnels: { type: 'string', default: '2000' }, 'node-options': { type: 'string', default: '' }, 'v8-flags': { type: 'string', default: '' }, out: { type: 'string' },
-  keep: { type: 'string' }, snapshots: { type: 'boolean', default: false }, smaps: { type: 'boolean', default: false },
+  keep: { type: 'string' }, ref: { type: 'string', default: 'WORKTREE' }, snapshots: { type: 'boolean', default: false }, smaps: { type: 'boolean', default: false },
 } });
 const FORTIO = process.env.FORTIO ?? '/root/go/bin/fortio';
 const LOAD = new URL('ztunnel/load.ts', import.meta.url).pathname;
@@ -33,7 +34,8 @@ const env = {
   NODE_OPTIONS: `--import=${PROBE} ${values['node-options']}`.trim(), MEM_PROBE_V8_FLAGS: values['v8-flags'], MEM_PROBE_DIR: probeDir,
   MEM_PROBE_SNAPSHOT: values.keep && values.snapshots ? '1' : '0', MEM_PROBE_SMAPS: values.keep && values.smaps ? '1' : '0',
 };
-const pair = await startPair(7, env);
+const buildDir = mkdtempSync(join(tmpdir(), 'skua-zt-build-'));
+const pair = await startPair(7, env, ztunnelBinForRef(values.ref, buildDir));
 const { client, server, ztunnelPids: zt } = pair;
 process.stderr.write(`ztunnel pids ${zt.join(" ")}\n`);
 const out: Json = { date: new Date().toISOString(), nodeOptions: values['node-options'], loadavgAtStart: loadavg(), phases: [] };
@@ -84,7 +86,9 @@ try {
     await sleep(1000);
     const mem = await memory();
     (out.phases as Json[]).push({ name, seconds: secs, result, vcpu, vcpuUserSys: used, memory: mem });
-    process.stderr.write(`${name} (${secs.toFixed(1)} s, vCPU user+sys ${used.map((u) => `${u.user.toFixed(2)}+${u.sys.toFixed(2)}`).join(' / ')}) ${JSON.stringify(result).slice(0, 160)}\n`);
+    const gb = typeof result.bytes === 'number' ? result.bytes / 2 ** 30 : 0;
+    const perGb = gb ? `, CPU s/GiB ${vcpu.map((v) => ((v * secs) / gb).toFixed(2)).join(' / ')}` : '';
+    process.stderr.write(`${name} (${secs.toFixed(1)} s, vCPU user+sys ${used.map((u) => `${u.user.toFixed(2)}+${u.sys.toFixed(2)}`).join(' / ')}${perGb}) ${JSON.stringify(result).slice(0, 160)}\n`);
     for (const m of mem) process.stderr.write(`  rss ${m.rss} anon ${m.anon} heapTotal ${m.heapTotal} heapUsed ${m.heapUsed} external ${m.external} new ${JSON.stringify((m.spaces as Json).new_space)}\n`);
   }
   out.loadavgAtEnd = loadavg();
@@ -92,6 +96,7 @@ try {
   // Stop the ztunnels first (SIGTERM) so that --cpu-prof / --heap-prof write their files.
   await Promise.all(pair.cluster.ztunnels.map((p) => pair.cluster.topo.stop(p, 'SIGTERM')));
   await pair.cluster.destroy();
+  rmSync(buildDir, { recursive: true, force: true });
   if (values.keep) pair.cluster.logs.forEach((lines, i) => writeFileSync(join(probeDir, `ztunnel-${i + 1}.log`), `${lines.join('\n')}\n`));
   else rmSync(probeDir, { recursive: true, force: true });
 }
