@@ -2,7 +2,7 @@
  * Profiles the ztunnel pair (bench/tools/ztunnel/pair.ts; needs root) phase by phase: after each
  * phase, each ztunnel's memory as V8 and the kernel see it (RSS, anonymous, V8 spaces, external)
  * and the CPU it used during the phase.
- *   node bench/tools/ztunnel-profile.ts [--phases idle,stream1,stream8,connrate,hold,rps] [--mb 200]
+ *   node bench/tools/ztunnel-profile.ts [--phases idle,stream1,stream8,connrate,hold,rps,sleepN] [--mb 200]
  *     [--seconds 5] [--tunnels 2000] [--node-options='--cpu-prof --cpu-prof-dir=/tmp/p'] [--v8-flags=F] [--out FILE]
  *     [--keep DIR [--snapshots] [--smaps]] [--ref GIT-REF]
  * --node-options go to the ztunnels only (with the memory probe, bench/tools/ztunnel/mem-probe.mjs), and
@@ -56,6 +56,7 @@ async function memory(): Promise<Json[]> {
 async function phase(name: string): Promise<Json> {
   const MB = values.mb, SECONDS = values.seconds;
   if (name === 'idle') { await sleep(3000); return {}; }
+  if (/^sleep\d+$/.test(name)) { await sleep(Number(name.slice(5)) * 1000); return {}; }
   if (name === 'stream1' || name === 'stream8') return load(client.netns, 'throughput', server.ip, '8080', MB, name === 'stream1' ? '1' : '8');
   if (name === 'connrate') return load(client.netns, 'connrate', server.ip, '8080', SECONDS, '8');
   if (name === 'rps') {
@@ -87,7 +88,9 @@ try {
     const mem = await memory();
     (out.phases as Json[]).push({ name, seconds: secs, result, vcpu, vcpuUserSys: used, memory: mem });
     const gb = typeof result.bytes === 'number' ? result.bytes / 2 ** 30 : 0;
-    const perGb = gb ? `, CPU s/GiB ${vcpu.map((v) => ((v * secs) / gb).toFixed(2)).join(' / ')}` : '';
+    const conns = typeof result.connections === 'number' ? result.connections : 0;
+    const perGb = gb ? `, CPU s/GiB ${vcpu.map((v) => ((v * secs) / gb).toFixed(2)).join(' / ')}`
+      : conns ? `, CPU ms per connection ${vcpu.map((v) => ((v * secs * 1000) / conns).toFixed(3)).join(' / ')}` : '';
     process.stderr.write(`${name} (${secs.toFixed(1)} s, vCPU user+sys ${used.map((u) => `${u.user.toFixed(2)}+${u.sys.toFixed(2)}`).join(' / ')}${perGb}) ${JSON.stringify(result).slice(0, 160)}\n`);
     for (const m of mem) process.stderr.write(`  rss ${m.rss} anon ${m.anon} heapTotal ${m.heapTotal} heapUsed ${m.heapUsed} external ${m.external} new ${JSON.stringify((m.spaces as Json).new_space)}\n`);
   }
