@@ -12,7 +12,7 @@ const ROOT = new URL('../../../', import.meta.url).pathname;
 
 /** `WORKTREE` (the files as they are now) or a git ref; resolves to the bin to run. */
 export function ztunnelBinForRef(ref: string, tmp: string): string {
-  if (ref === 'WORKTREE') return join(ROOT, 'packages/ztunnel/bin/skua-ztunnel.js');
+  if (ref === 'WORKTREE') { warmCompileCache(ROOT); return join(ROOT, 'packages/ztunnel/bin/skua-ztunnel.js'); }
   const dir = join(tmp, `ref-${ref.replace(/[^\w.-]/g, '_')}`);
   mkdirSync(dir, { recursive: true });
   const tar = execFileSync('git', ['-C', ROOT, 'archive', ref, 'package.json', 'packages/proxy/package.json', 'packages/proxy/src', 'packages/proxy/bin',
@@ -26,8 +26,9 @@ export function ztunnelBinForRef(ref: string, tmp: string): string {
 }
 
 /**
- * Node's compile cache is keyed by file: a build extracted to a new directory starts cold and would
- * load type stripping's compiler (~20 MB more anonymous memory) where the checkout does not. Loading
+ * Node's compile cache is keyed by file and content: a build extracted to a new directory, or a file
+ * just edited, starts cold and would load type stripping's compiler (~20 MB more anonymous memory) where
+ * a deployed build does not. Loading
  * every ztunnel module and the core's entry modules once, with the cache on, then `version`, warms it.
  */
 function warmCompileCache(dir: string): void {
