@@ -4,7 +4,7 @@
  * native addons), each run through its own bin/skua-ztunnel.js — what ships.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -26,12 +26,14 @@ export function ztunnelBinForRef(ref: string, tmp: string): string {
 }
 
 /**
- * Node's compile cache is keyed by file and content: a build extracted to a new directory, or a file
- * just edited, starts cold and would load type stripping's compiler (~20 MB more anonymous memory) where
- * a deployed build does not. Loading
- * every ztunnel module and the core's entry modules once, with the cache on, then `version`, warms it.
+ * Node's compile cache is keyed by file, content and V8 flags: a build extracted to a new directory,
+ * or a file just edited, starts cold and would load type stripping's compiler (~20 MB more anonymous
+ * memory) where a deployed build does not. The build's own warm-compile-cache.js (the image runs it)
+ * or, for builds that have none, every ztunnel module and `version` loaded once.
  */
 function warmCompileCache(dir: string): void {
+  const own = join(dir, 'packages/ztunnel/bin/warm-compile-cache.js');
+  if (existsSync(own)) { execFileSync(process.execPath, [own], { stdio: 'ignore', timeout: 60_000 }); return; }
   const src = join(dir, 'packages/ztunnel/src');
   const files = readdirSync(src, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts') && f !== 'main.ts').map((f) => join(src, f));
   const api = join(dir, 'packages/proxy/src/api');
@@ -39,7 +41,6 @@ function warmCompileCache(dir: string): void {
   const script = `import { enableCompileCache } from 'node:module'; enableCompileCache();
     for (const u of ${JSON.stringify(files.map((f) => pathToFileURL(f).href))}) await import(u);`;
   execFileSync(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore', timeout: 60_000 });
-  // main.ts runs the command line when loaded: `skua-ztunnel version` loads it.
   execFileSync(process.execPath, [join(dir, 'packages/ztunnel/bin/skua-ztunnel.js'), 'version'], { stdio: 'ignore', timeout: 60_000 });
 }
 
