@@ -3,7 +3,7 @@
  * public entry modules only.
  */
 export { canonicalIpText, ConfigError, log, setLogLevel, StatsStore } from '@skua/proxy/core';
-export { ActiveListener, ClusterManager, plainListener, type ConnInfo, type TerminalConfig } from '@skua/proxy/listener';
+export { ActiveListener, plainListener, type ConnInfo, type TerminalConfig } from '@skua/proxy/listener';
 export {
   compileIstioAuthorization, decideIstio, peerIdentity,
   type AuthzFacts, type CompiledIstioPolicy, type IstioAuthorization, type IstioDecision, type IstioMatch, type IstioStringMatch, type PeerIdentity,
