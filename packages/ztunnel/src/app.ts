@@ -22,6 +22,7 @@ import { HostSockets, InPodSockets, type SocketFactory } from './proxy/sockets.t
 import { ProxyState } from './state/store.ts';
 import { loadLocalConfig, WdsHandler } from './state/updater.ts';
 import { ZtunnelMetrics } from './telemetry/metrics.ts';
+import { writeAccessLogLine } from './telemetry/access-log-writer.ts';
 import { startWdsClient } from './xds-client.ts';
 import { Forwarder, readResolvConf } from './core.ts';
 import { startPodDns } from './dns/pod-dns.ts';
@@ -74,7 +75,7 @@ export class ZtunnelApp {
     const cfg = this.cfg;
     return {
       state: this.state, network: cfg.network, hbonePort: cfg.inboundPort, illegalPorts: cfg.illegalPorts, metrics: this.metrics,
-      accessLog: this.opts.accessLog ?? ((l) => process.stdout.write(`${l}\n`)), connections: this.connections, sockets, proxyUid,
+      accessLog: this.opts.accessLog ?? writeAccessLogLine, connections: this.connections, sockets, proxyUid,
       hbone: this.certs ? podHboneConnector(sockets, this.certs, this.hboneSettings) : undefined, localWorkload: local,
       originalSource: cfg.requireOriginalSource ?? true, rng: Math.random,
     };
