@@ -23,6 +23,7 @@ import { ProxyState } from './state/store.ts';
 import { loadLocalConfig, WdsHandler } from './state/updater.ts';
 import { ZtunnelMetrics } from './telemetry/metrics.ts';
 import { writeAccessLogLine } from './telemetry/access-log-writer.ts';
+import { startNativeHeapTrim } from './native-heap-trim.ts';
 import { startWdsClient } from './xds-client.ts';
 import { Forwarder, readResolvConf } from './core.ts';
 import { startPodDns } from './dns/pod-dns.ts';
@@ -48,6 +49,7 @@ export class ZtunnelApp {
   private dedicated: PodProxies | undefined;
   private readonly opts: AppOptions;
   private draining = false;
+  private stopHeapTrim: (() => void) | undefined;
   /** Workload certificates from the CA (undefined without CA_ADDRESS: HBONE is then unavailable). */
   readonly certs: CertificateManager | undefined;
   private readonly closeIssuer: (() => void) | undefined;
@@ -155,6 +157,7 @@ export class ZtunnelApp {
 
   async start(): Promise<void> {
     const cfg = this.cfg;
+    this.stopHeapTrim = startNativeHeapTrim();
     if (cfg.localXds) {
       const text = cfg.localXds.kind === 'file' ? readFileSync(cfg.localXds.path, 'utf8') : cfg.localXds.text;
       loadLocalConfig(this.state, text);
@@ -197,6 +200,7 @@ export class ZtunnelApp {
   async drain(): Promise<void> {
     if (this.draining) return;
     this.draining = true;
+    this.stopHeapTrim?.();
     await this.zds?.stop();
     await Promise.all([this.manager?.drainAll(), this.dedicated?.close()]);
     this.ads?.stop();

@@ -11,7 +11,7 @@ export {
 export { AdsClient, decodeResource, encodeResource, TYPE_URL, typeForUrl, type XdsHandler, type XdsRejection, type XdsUpdate } from '@skua/proxy/xds';
 export { parseGoDuration, splitPem } from '@skua/proxy/identity';
 export {
-  createSocket, getOriginalDst, listenInNetns, netnsAvailable, originalDestination, SeqpacketServer, SeqpacketSocket, socketInNetns, udpInNetns,
+  createSocket, getOriginalDst, listenInNetns, netnsAvailable, originalDestination, SeqpacketServer, SeqpacketSocket, socketInNetns, trimNativeHeap, udpInNetns,
   type NetnsSocketOptions, type SeqpacketMessage,
 } from '@skua/proxy/sys';
 export { DnsProxy, Forwarder, NameTable, readResolvConf, type NameInfo } from '@skua/proxy/dns';
