@@ -79,6 +79,12 @@ COPY --from=build /src/packages/proxy /app/packages/proxy
 COPY --from=build /src/packages/ztunnel /app/packages/ztunnel
 RUN ln -s /app/packages/ztunnel/bin/skua-ztunnel.js /usr/local/bin/ztunnel \
  && ln -s /app/packages/ztunnel/bin/skua-ztunnel.js /usr/local/bin/skua-ztunnel
+# Node's compile cache, filled at build time under the V8 flags skua-ztunnel runs with (they are part
+# of the cache's key; bin/v8-flags.js): a pod starts from an empty /tmp, and a start without it loads
+# type stripping's compiler, ~20 MB more anonymous memory for the life of the ztunnel. Node keys the
+# cache by uid: built as root, as the ztunnel runs; read-only at run time is fine.
+ENV NODE_COMPILE_CACHE=/var/lib/skua/compile-cache
+RUN mkdir -p /var/lib/skua/compile-cache && node /app/packages/ztunnel/bin/warm-compile-cache.js
 EXPOSE 15000 15020 15021
 ENTRYPOINT ["/usr/local/bin/ztunnel"]
 

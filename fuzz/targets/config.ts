@@ -35,6 +35,8 @@ import '../../packages/proxy/src/filters/network/metadata_exchange/filter.ts';
 import '../../packages/proxy/src/filters/network/rbac/config.ts';
 import '../../packages/proxy/src/filters/network/istio_authn/config.ts';
 import '../../packages/proxy/src/filters/network/set_filter_state/config.ts';
+import '../../packages/proxy/src/filters/network/http_connection_manager/terminal.ts';
+import '../../packages/proxy/src/filters/network/tcp_proxy/terminal.ts';
 import { seeds, type Seed, type SeedKind } from './lib-config-seeds.ts';
 import { Bytes, mutate } from './lib-mutate.ts';
 import { fail } from './invariant.ts';

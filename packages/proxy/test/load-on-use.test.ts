@@ -11,7 +11,10 @@ import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { HTTP_FILTER_ENTRIES, HTTP_FILTERS_BY_NAME, HTTP_FILTERS_BY_URL } from '../src/filters/http/registry.ts';
-import { NETWORK_FILTER_ENTRIES, NETWORK_FILTERS_BY_NAME, NETWORK_FILTERS_BY_URL } from '../src/filters/network/registry.ts';
+import { NETWORK_FILTER_ENTRIES, NETWORK_FILTERS_BY_NAME, NETWORK_FILTERS_BY_URL, NETWORK_TERMINAL_ENTRIES } from '../src/filters/network/registry.ts';
+import { HCM_TERMINAL } from '../src/filters/network/http_connection_manager/terminal.ts';
+import { TCP_PROXY_TERMINAL } from '../src/filters/network/tcp_proxy/terminal.ts';
+import { networkTerminal } from '../src/listener/terminal.ts';
 
 const SRC = new URL('../src/', import.meta.url).href;
 
@@ -35,6 +38,35 @@ test('every lazy network filter entry loads the extension its keys name', () => 
     assert.equal(NETWORK_FILTERS_BY_NAME.get(e.legacyName), ext, 'same object by name and by URL');
   }
   assert.equal(NETWORK_FILTERS_BY_NAME.get('no.such.filter'), undefined);
+});
+
+test('the lazily registered terminals carry the keys of the modules they load (HCM, tcp_proxy)', () => {
+  assert.deepEqual(NETWORK_TERMINAL_ENTRIES.map((e) => [e.typeUrl, e.legacyName]), [HCM_TERMINAL, TCP_PROXY_TERMINAL].map((e) => [e.typeUrl, e.legacyName]));
+  for (const e of NETWORK_TERMINAL_ENTRIES) {
+    assert.equal(networkTerminal(e.typeUrl), e, 'registered by type URL');
+    assert.equal(networkTerminal(e.legacyName!), e, 'and by legacy name');
+  }
+});
+
+test("a listener of a program's own terminal (ztunnel's pods) loads neither HCM nor tcp_proxy nor the upstream stack", () => {
+  const script = `
+    import { registerHooks } from 'node:module';
+    const loaded = [];
+    registerHooks({ load(url, ctx, next) { loaded.push(url); return next(url, ctx); } });
+    const { plainListener } = await import(${JSON.stringify(`${SRC}api/listener.ts`)});
+    const { ActiveListener } = await import(${JSON.stringify(`${SRC}api/listener.ts`)});
+    const { StatsStore } = await import(${JSON.stringify(`${SRC}api/core.ts`)});
+    const l = new ActiveListener(plainListener({ name: 'pod', address: '127.0.0.1', port: 0, statPrefix: 'pod',
+      terminal: { kind: 'mine', live: () => ({ onConnection: (s) => s.destroy() }) } }), undefined, new StatsStore());
+    await l.listen(false);
+    l.close();
+    process.stdout.write(JSON.stringify(loaded));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', cwd: new URL('..', import.meta.url).pathname });
+  const loaded = (JSON.parse(out) as string[]).filter((u) => u.startsWith(SRC)).map((u) => u.slice(SRC.length));
+  assert.ok(loaded.includes('listener/active.ts'), 'the listener is loaded (sanity)');
+  for (const dir of ['http/', 'upstream/', 'filters/network/http_connection_manager/', 'filters/network/tcp_proxy/']) {
+    assert.deepEqual(loaded.filter((u) => u.startsWith(dir)), [], `${dir} not loaded`);
+  }
 });
 
 /** In a fresh process: compile `yaml` as a bootstrap and list the modules under src/ that were loaded. */
@@ -124,5 +156,5 @@ test('bin/skua-proxy.js keeps a compile cache: a second start does not load the 
 test('the config fuzz target imports every lazily loaded filter module (Jazzer cannot require .ts)', () => {
   const target = readFileSync(new URL('../../../fuzz/targets/config.ts', import.meta.url), 'utf8');
   const imported = target.match(/^import '\.\.\/\.\.\/packages\/proxy\/src\/filters\/[^']+';$/gm) ?? [];
-  assert.equal(imported.length, HTTP_FILTER_ENTRIES.length + NETWORK_FILTER_ENTRIES.length);
+  assert.equal(imported.length, HTTP_FILTER_ENTRIES.length + NETWORK_FILTER_ENTRIES.length + NETWORK_TERMINAL_ENTRIES.length);
 });

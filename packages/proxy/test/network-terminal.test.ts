@@ -78,11 +78,12 @@ async function exchange(port: number, text: string): Promise<string> {
 
 describe('network terminals', () => {
   test('HCM and tcp_proxy are registrations, by type URL and by legacy name', () => {
-    // Loading the listener compiler loads the extension registry.
-    assert.equal(networkTerminal(HCM_TERMINAL.typeUrl), HCM_TERMINAL);
-    assert.equal(networkTerminal('envoy.filters.network.http_connection_manager'), HCM_TERMINAL);
-    assert.equal(networkTerminal(TCP_PROXY_TERMINAL.typeUrl), TCP_PROXY_TERMINAL);
-    assert.equal(networkTerminal('envoy.filters.network.tcp_proxy'), TCP_PROXY_TERMINAL);
+    // Loading the listener compiler loads the extension registry; each terminal's module loads when
+    // a config first uses it (load-on-use.test.ts), the registration standing in for it until then.
+    for (const t of [HCM_TERMINAL, TCP_PROXY_TERMINAL]) {
+      assert.equal(networkTerminal(t.typeUrl)?.legacyName, t.legacyName);
+      assert.equal(networkTerminal(t.legacyName!), networkTerminal(t.typeUrl));
+    }
     assert.throws(() => registerNetworkTerminal({ ...ECHO, typeUrl: HCM_TERMINAL.typeUrl }), /already registered/);
     registerNetworkTerminal(ECHO); // the same registration again is harmless
   });

@@ -16,6 +16,7 @@ import {
   originalDestination,
   setMark,
   setTransparent,
+  trimNativeHeap,
   type OriginalDst,
 } from '../src/sys/sockopt.ts';
 
@@ -100,6 +101,30 @@ async function netnsChild(): Promise<ChildReport> {
   return { captured, markedFwmark, transparentBind, plainBind };
 }
 
+/** 250 MB of 16 KiB native buffers freed under a live one (so the heap's top cannot shrink): RSS in MB at each step. */
+async function trimChild(): Promise<{ peak: number; afterFree: number; released: boolean; afterTrim: number }> {
+  const rss = (): number => Math.round(process.memoryUsage().rss / 1048576);
+  let burst: Buffer[] | undefined = [];
+  for (let i = 0; i < 16_000; i++) burst.push(Buffer.allocUnsafeSlow(16 * 1024).fill(1));
+  const pinned = Buffer.allocUnsafeSlow(16 * 1024).fill(2);
+  const peak = rss();
+  burst = undefined;
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  gc?.();
+  await sleep(100);
+  const afterFree = rss();
+  const released = trimNativeHeap();
+  const afterTrim = rss();
+  assert.equal(pinned[0], 2);
+  return { peak, afterFree, released, afterTrim };
+}
+
+if (process.argv[2] === 'trim-child') {
+  console.log(JSON.stringify(await trimChild()));
+  process.exit(0);
+}
+
 if (process.argv[2] === 'netns-child') {
   const timer = setTimeout(() => {
     console.error('netns child: timed out');
@@ -132,6 +157,14 @@ describe('sockopt on plain loopback', { skip: available ? false : 'addon not bui
 
   test('a socket without an fd throws EBADF', () => {
     assert.throws(() => getOriginalDst(new net.Socket()), { code: 'EBADF' });
+  });
+
+  test('trimNativeHeap gives a burst freed mid-heap back to the kernel (RSS falls by most of it)', { skip: process.platform === 'linux' ? false : 'glibc only' }, async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), 'trim-child'], { timeout: 30_000 });
+    const r = JSON.parse(stdout.trim().split('\n').pop() as string) as Awaited<ReturnType<typeof trimChild>>;
+    assert.ok(r.peak - r.afterFree < 100, `free() alone keeps the pages: ${JSON.stringify(r)}`);
+    assert.equal(r.released, true, JSON.stringify(r));
+    assert.ok(r.afterFree - r.afterTrim > 150, `trim returns > 150 of the 250 MB: ${JSON.stringify(r)}`);
   });
 });
 

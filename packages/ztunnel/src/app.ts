@@ -22,6 +22,8 @@ import { HostSockets, InPodSockets, type SocketFactory } from './proxy/sockets.t
 import { ProxyState } from './state/store.ts';
 import { loadLocalConfig, WdsHandler } from './state/updater.ts';
 import { ZtunnelMetrics } from './telemetry/metrics.ts';
+import { writeAccessLogLine } from './telemetry/access-log-writer.ts';
+import { startNativeHeapTrim } from './native-heap-trim.ts';
 import { startWdsClient } from './xds-client.ts';
 import { Forwarder, readResolvConf } from './core.ts';
 import { startPodDns } from './dns/pod-dns.ts';
@@ -47,6 +49,7 @@ export class ZtunnelApp {
   private dedicated: PodProxies | undefined;
   private readonly opts: AppOptions;
   private draining = false;
+  private stopHeapTrim: (() => void) | undefined;
   /** Workload certificates from the CA (undefined without CA_ADDRESS: HBONE is then unavailable). */
   readonly certs: CertificateManager | undefined;
   private readonly closeIssuer: (() => void) | undefined;
@@ -74,7 +77,7 @@ export class ZtunnelApp {
     const cfg = this.cfg;
     return {
       state: this.state, network: cfg.network, hbonePort: cfg.inboundPort, illegalPorts: cfg.illegalPorts, metrics: this.metrics,
-      accessLog: this.opts.accessLog ?? ((l) => process.stdout.write(`${l}\n`)), connections: this.connections, sockets, proxyUid,
+      accessLog: this.opts.accessLog ?? writeAccessLogLine, connections: this.connections, sockets, proxyUid,
       hbone: this.certs ? podHboneConnector(sockets, this.certs, this.hboneSettings) : undefined, localWorkload: local,
       originalSource: cfg.requireOriginalSource ?? true, rng: Math.random,
     };
@@ -154,6 +157,7 @@ export class ZtunnelApp {
 
   async start(): Promise<void> {
     const cfg = this.cfg;
+    this.stopHeapTrim = startNativeHeapTrim();
     if (cfg.localXds) {
       const text = cfg.localXds.kind === 'file' ? readFileSync(cfg.localXds.path, 'utf8') : cfg.localXds.text;
       loadLocalConfig(this.state, text);
@@ -196,6 +200,7 @@ export class ZtunnelApp {
   async drain(): Promise<void> {
     if (this.draining) return;
     this.draining = true;
+    this.stopHeapTrim?.();
     await this.zds?.stop();
     await Promise.all([this.manager?.drainAll(), this.dedicated?.close()]);
     this.ads?.stop();

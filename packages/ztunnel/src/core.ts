@@ -3,7 +3,7 @@
  * public entry modules only.
  */
 export { canonicalIpText, ConfigError, log, setLogLevel, StatsStore } from '@skua/proxy/core';
-export { ActiveListener, ClusterManager, plainListener, type ConnInfo, type TerminalConfig } from '@skua/proxy/listener';
+export { ActiveListener, plainListener, type ConnInfo, type TerminalConfig } from '@skua/proxy/listener';
 export {
   compileIstioAuthorization, decideIstio, peerIdentity,
   type AuthzFacts, type CompiledIstioPolicy, type IstioAuthorization, type IstioDecision, type IstioMatch, type IstioStringMatch, type PeerIdentity,
@@ -11,7 +11,7 @@ export {
 export { AdsClient, decodeResource, encodeResource, TYPE_URL, typeForUrl, type XdsHandler, type XdsRejection, type XdsUpdate } from '@skua/proxy/xds';
 export { parseGoDuration, splitPem } from '@skua/proxy/identity';
 export {
-  createSocket, getOriginalDst, listenInNetns, netnsAvailable, originalDestination, SeqpacketServer, SeqpacketSocket, socketInNetns, udpInNetns,
+  createSocket, getOriginalDst, listenInNetns, netnsAvailable, originalDestination, SeqpacketServer, SeqpacketSocket, socketInNetns, trimNativeHeap, udpInNetns,
   type NetnsSocketOptions, type SeqpacketMessage,
 } from '@skua/proxy/sys';
 export { DnsProxy, Forwarder, NameTable, readResolvConf, type NameInfo } from '@skua/proxy/dns';

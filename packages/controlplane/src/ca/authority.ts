@@ -6,7 +6,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPrivateKey, X509Certificate as NodeX509 } from 'node:crypto';
-import { x509, importSigningKey, type CryptoKey, newKeyPair, privateKeyPem, randomSerial, splitPem, type SigningKey } from '@skua/proxy/identity';
+import { importSigningKey, type CryptoKey, newKeyPair, privateKeyPem, randomSerial, splitPem, type SigningKey } from '@skua/proxy/identity';
+import { x509 } from './x509.ts';
 
 export interface AuthorityOptions {
   readonly trustDomain: string;

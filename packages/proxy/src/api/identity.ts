@@ -5,7 +5,7 @@
  */
 export { spiffeUri, parseSpiffeUri, type SpiffeId } from '../tls/spiffe.ts';
 export {
-  x509, newKeyPair, privateKeyPem, makeCsr, certFacts, splitPem, importSigningKey, randomSerial, EC_P256,
+  newKeyPair, privateKeyPem, makeCsr, certFacts, splitPem, importSigningKey, randomSerial, EC_P256,
   type CryptoKey, type CryptoKeyPair, type SigningKey, type CertFacts,
 } from '../tls/x509.ts';
 export { createCertificate, CaError, type CaClientOptions, type CaCredential } from '../tls/ca-client.ts';

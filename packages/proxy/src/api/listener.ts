@@ -12,5 +12,4 @@ export {
 export type { NetworkFilterConfig, LiveNetworkFilter, NetworkFilterScope, NetworkFilterExtension } from '../listener/network-filter.ts';
 export { ListenerManager } from '../listener/manager.ts';
 /** The scope every listener hands its terminals; a program without Envoy clusters passes an empty one. */
-export { ClusterManager } from '../upstream/manager.ts';
 export { connInfoOf, type ConnInfo } from '../listener/conn-info.ts';

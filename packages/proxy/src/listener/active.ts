@@ -66,7 +66,11 @@ export class ActiveListener {
   /** Finds the listener for an original destination (use_original_dst hand-off). */
   private readonly redirect: ((address: string, port: number) => ActiveListener | undefined) | undefined;
 
-  constructor(config: ListenerConfig, clusters: ClusterManager, store: StatsStore, redirect?: (address: string, port: number) => ActiveListener | undefined) {
+  /**
+   * `clusters` may be undefined for a listener whose filters and terminals reach no cluster (ztunnel's
+   * pods): such a program then never loads the upstream stack; one that asks for it anyway throws.
+   */
+  constructor(config: ListenerConfig, clusters: ClusterManager | undefined, store: StatsStore, redirect?: (address: string, port: number) => ActiveListener | undefined) {
     this.config = config;
     this.stats = new ListenerStats(store, config.statPrefix, config.tls);
     this.redirect = redirect;
@@ -74,13 +78,20 @@ export class ActiveListener {
     this.store = store;
   }
 
-  private readonly clusters: ClusterManager;
+  private readonly clusters: ClusterManager | undefined;
   private readonly store: StatsStore;
 
   private liveChain(chain: FilterChainConfig): LiveChain {
     let c = this.live.get(chain);
     if (!c) {
-      const scope = { store: this.store, clusters: this.clusters, direction: this.config.direction, drainManager: this.drainManager };
+      const { clusters, config } = this;
+      const scope = {
+        store: this.store, direction: config.direction, drainManager: this.drainManager,
+        get clusters(): ClusterManager {
+          if (!clusters) throw new Error(`listener ${config.name}: chain ${chain.name} needs clusters, and this listener has no cluster manager`);
+          return clusters;
+        },
+      };
       c = { filters: chain.readFilters.map((f) => f.live(scope)), terminal: chain.terminal.live(scope) };
       this.live.set(chain, c);
     }

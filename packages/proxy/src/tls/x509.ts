@@ -1,20 +1,14 @@
 /**
- * X.509 work shared by the proxy's secret manager and the control plane's CA:
- * P-256 keys, CSRs with a SPIFFE URI SAN, certificate facts. @peculiar/x509
- * needs reflect-metadata loaded first (its ASN.1 schema uses decorators).
+ * X.509 work shared by the proxy's secret manager and the control plane's CA, with node:crypto only:
+ * P-256 keys, CSRs with a SPIFFE URI SAN (PKCS#10 written here: a few fixed DER structures),
+ * certificate facts. Certificate *issuance* is the CA's (packages/controlplane, @peculiar/x509):
+ * a sidecar or ztunnel never loads an ASN.1 library (@peculiar/x509, asn1js, tsyringe and
+ * reflect-metadata held ~14 MB of memory in every process that made a CSR).
  */
-import 'reflect-metadata';
-import { createPrivateKey, randomBytes, webcrypto, X509Certificate as NodeX509 } from 'node:crypto';
+import { createPrivateKey, KeyObject, randomBytes, sign, webcrypto, X509Certificate as NodeX509 } from 'node:crypto';
 
 export type CryptoKey = webcrypto.CryptoKey;
 export type CryptoKeyPair = webcrypto.CryptoKeyPair;
-
-import * as x509 from '@peculiar/x509';
-
-// Every @peculiar/x509 call below uses Node's WebCrypto (its typings name the DOM's Crypto).
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
-
-export { x509 };
 
 export const EC_P256 = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 const ECDSA_SHA256 = { name: 'ECDSA', hash: 'SHA-256' } as const;
@@ -52,14 +46,31 @@ export async function importSigningKey(pemText: string): Promise<SigningKey> {
   throw new Error(`unsupported key type ${ko.asymmetricKeyType}`);
 }
 
-/** A PKCS#10 request for `uri` (no subject, SAN only, as istio-agent sends). */
+/** A DER element: tag, definite length, contents. */
+function der(tag: number, ...parts: Uint8Array[]): Buffer {
+  const body = Buffer.concat(parts);
+  const n = body.length;
+  const len = n < 0x80 ? [n] : n < 0x100 ? [0x81, n] : [0x82, n >> 8, n & 0xff];
+  return Buffer.concat([Buffer.from([tag, ...len]), body]);
+}
+
+// OIDs, DER-encoded: ecdsa-with-SHA256 (1.2.840.10045.4.3.2), PKCS#9 extensionRequest
+// (1.2.840.113549.1.9.14), subjectAltName (2.5.29.17).
+const ECDSA_WITH_SHA256 = Buffer.from('06082a8648ce3d040302', 'hex');
+const EXTENSION_REQUEST = Buffer.from('06092a864886f70d01090e', 'hex');
+const SUBJECT_ALT_NAME = Buffer.from('0603551d11', 'hex');
+
+/**
+ * A PKCS#10 request for `uri` (no subject, SAN only, as istio-agent sends), signed ECDSA-SHA256:
+ * CertificationRequest { info { version 0, subject {}, spki, [0] { extensionRequest { SAN } } },
+ * algorithm, signature }. The SAN is a uniformResourceIdentifier ([6] IA5String), not critical.
+ */
 export async function makeCsr(keys: CryptoKeyPair, uri: string): Promise<string> {
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
-    keys,
-    signingAlgorithm: ECDSA_SHA256,
-    extensions: [new x509.SubjectAlternativeNameExtension([{ type: 'url', value: uri }])],
-  });
-  return csr.toString('pem');
+  const spki = Buffer.from(await webcrypto.subtle.exportKey('spki', keys.publicKey));
+  const san = der(0x30, SUBJECT_ALT_NAME, der(0x04, der(0x30, der(0x86, Buffer.from(uri, 'ascii')))));
+  const info = der(0x30, der(0x02, Buffer.of(0)), der(0x30), spki, der(0xa0, der(0x30, EXTENSION_REQUEST, der(0x31, der(0x30, san)))));
+  const signature = sign('sha256', info, KeyObject.from(keys.privateKey));
+  return pem('CERTIFICATE REQUEST', der(0x30, info, der(0x30, ECDSA_WITH_SHA256), der(0x03, Buffer.of(0), signature)));
 }
 
 /** Facts of a PEM certificate the proxy needs: validity and URI SANs. */

@@ -3,7 +3,8 @@
  * /quitquitquit), stats on 15020 (/metrics, /stats/prometheus) and readiness on 15021
  * (/healthz/ready: 200 "ready", else 500 "not ready, pending: …").
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from '../node-http.ts';
 import type { AddressInfo } from 'node:net';
 import { log, setLogLevel } from '../core.ts';
 

@@ -4,7 +4,7 @@
  * cloud.region, cloud.availability_zone — present values only), Forwarded with the client's
  * address and, for service traffic, host=<service>, and a fresh W3C traceparent.
  */
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import type { Workload } from '../state/model.ts';
 import type { OutboundRequest, SocketAddress } from '../outbound/request.ts';
 
@@ -30,10 +30,16 @@ export function forwarded(client: SocketAddress, req: OutboundRequest): string {
   return req.intendedService ? `${f};host=${req.intendedService.hostname}` : f;
 }
 
+/** Random bytes for 256 traceparents at a time: one CSPRNG call per connection cost 3% of its CPU. */
+const RANDOM = Buffer.allocUnsafe(24 * 256);
+let randomUsed = RANDOM.length;
+
 /** version 00, random trace and parent ids, flags 00 (ztunnel's TraceParent::new). */
 export function traceparent(): string {
-  const b = randomBytes(24);
-  return `00-${b.subarray(0, 16).toString('hex')}-${b.subarray(16).toString('hex')}-00`;
+  if (randomUsed === RANDOM.length) { randomFillSync(RANDOM); randomUsed = 0; }
+  const at = randomUsed;
+  randomUsed += 24;
+  return `00-${RANDOM.toString('hex', at, at + 16)}-${RANDOM.toString('hex', at + 16, at + 24)}-00`;
 }
 
 export function connectHeaders(client: SocketAddress, req: OutboundRequest): Record<string, string> {

@@ -8,7 +8,7 @@
  * connections get the termination deadline, then what is left is closed.
  */
 import type net from 'node:net';
-import { ActiveListener, ClusterManager, hboneTerminal, plainListener, StatsStore, type ConnInfo, type HboneServer, type TerminalConfig } from '../core.ts';
+import { ActiveListener, hboneTerminal, plainListener, StatsStore, type ConnInfo, type HboneServer, type TerminalConfig } from '../core.ts';
 import { handleInboundPlaintext } from './inbound-plaintext.ts';
 import type { ProxyInputs } from './inputs.ts';
 import { handleOutbound } from './outbound.ts';
@@ -32,7 +32,6 @@ export interface RunningProxies {
 // The listener core's stats (listener.ztunnel_*.downstream_cx_*) are not on ztunnel's /metrics; one
 // store for all pods, with a fixed prefix per port, so pods coming and going add no series.
 const store = new StatsStore();
-const clusters = new ClusterManager(store);
 
 function podTerminal(kind: string, pi: ProxyInputs, handle: (pi: ProxyInputs, socket: net.Socket, info: ConnInfo) => void): TerminalConfig {
   return { kind, live: () => ({ onConnection: (socket, info) => handle(pi, socket, info) }) };
@@ -43,7 +42,7 @@ export async function startProxies(pi: ProxyInputs, o: PodProxyOptions): Promise
   const bind = async (name: string, port: number, terminal: TerminalConfig, originalDst: boolean): Promise<number> => {
     const server = await pi.sockets.listen(o.bindAddress, port);
     const l = new ActiveListener(plainListener({ name, address: o.bindAddress, port, terminal, originalDst, statPrefix: name,
-      direction: name === 'ztunnel_outbound' ? 'OUTBOUND' : 'INBOUND' }), clusters, store);
+      direction: name === 'ztunnel_outbound' ? 'OUTBOUND' : 'INBOUND' }), undefined, store);
     l.listenOn(server);
     listeners.push(l);
     return l.boundPort;

@@ -112,7 +112,8 @@ export class ConnectionResult {
     if (flag) labels.response_flags = flag;
     else if (error !== undefined) labels.response_flags = 'CONNECT';
     this.metrics.socketsOpen[this.open.reporter]--;
-    const series = this.metrics.seriesFor(labels);
+    // The labels it opened with, unless a failure flag changed them.
+    const series = labels.response_flags === '-' ? this.openSeries : this.metrics.seriesFor(labels);
     series.closed++;
     if (labels.response_flags !== '-') series.failed++;
     // received = the request direction (from the caller), sent = the response direction, on both sides.

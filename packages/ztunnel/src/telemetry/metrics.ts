@@ -47,18 +47,22 @@ export class TrafficSeries {
   }
 }
 
+const NEEDS_ESCAPE = /[\\\n"]/;
+
 export function escapeLabel(v: string): string {
-  return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+  return NEEDS_ESCAPE.test(v) ? v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"') : v;
 }
 
+/** `name="value",…` in the label set's own order (the series key): runs per connection, so a plain loop. */
 export function renderLabels(l: TrafficLabels): string {
-  const parts: string[] = [];
-  for (const [k, v] of Object.entries(l)) {
+  let out = '';
+  for (const k in l) {
     if (k === 'locality') continue;
-    parts.push(`${k}="${escapeLabel(v as string)}"`);
+    out += `${out === '' ? '' : ','}${k}="${escapeLabel(l[k as keyof TrafficLabels] as string)}"`;
   }
-  if (l.locality) for (const [k, v] of Object.entries(l.locality)) parts.push(`${k}="${escapeLabel(v)}"`);
-  return parts.join(',');
+  const loc = l.locality;
+  if (loc) out += `,source_region="${escapeLabel(loc.source_region)}",source_zone="${escapeLabel(loc.source_zone)}",destination_region="${escapeLabel(loc.destination_region)}",destination_zone="${escapeLabel(loc.destination_zone)}"`;
+  return out;
 }
 
 const FAMILIES: ReadonlyArray<readonly [keyof TrafficSeries, string, string]> = [

@@ -61,6 +61,8 @@ export class ZtunnelCluster {
   wds: Json[] = [];
   /** Serve this directory of Istio YAML (`--istio`) instead of the WDS file `publish` writes. */
   istioDir: string | undefined;
+  /** The skua-ztunnel entry the nodes run (the bench points it at another build). */
+  ztunnelBin = join(ROOT, 'packages/ztunnel/bin/skua-ztunnel.js');
 
   constructor(nodes: number, subnet: number, caMode: CaMode) {
     this.topo = new Topology(nodes, subnet);
@@ -136,7 +138,7 @@ export class ZtunnelCluster {
         if (d.node === i + 1 && d.info) await cni.addPod({ uid: `uid-${d.info.name}`, info: d.info, netnsPath: this.pod(d.short).path });
       }
       this.cnis.push(cni);
-      const p = this.topo.spawnIn(node.netns, process.execPath, [join(ROOT, 'packages/ztunnel/bin/skua-ztunnel.js')], {
+      const p = this.topo.spawnIn(node.netns, process.execPath, [this.ztunnelBin], {
         XDS_ADDRESS: `http://${this.topo.coreIp}:15010`, INPOD_UDS: cni.path, NODE_NAME: node.name, POD_NAME: `ztunnel-${i + 1}`,
         POD_NAMESPACE: 'istio-system', INSTANCE_IP: node.underlayIp, CONNECTION_TERMINATION_DEADLINE: '2s', ...caEnv, ...env,
       });

@@ -1,9 +1,7 @@
 import { createRequire } from 'node:module';
 import type { NetworkFilterExtension } from './types.ts';
 import { lazyExtensionTables, type LazyExtension } from '../lazy-extensions.ts';
-import { registerNetworkTerminal } from '../../listener/terminal.ts';
-import { HCM_TERMINAL } from './http_connection_manager/terminal.ts';
-import { TCP_PROXY_TERMINAL } from './tcp_proxy/terminal.ts';
+import { registerNetworkTerminal, type NetworkTerminalExtension } from '../../listener/terminal.ts';
 
 // Filter modules load on first use (see lazy-extensions.ts): the keys are repeated here so that looking
 // one up does not load the others; test/load-on-use.test.ts checks them against the modules.
@@ -28,5 +26,19 @@ const tables = lazyExtensionTables(NETWORK_FILTER_ENTRIES);
 export const NETWORK_FILTERS_BY_URL = tables.byUrl;
 export const NETWORK_FILTERS_BY_NAME = tables.byName;
 
-registerNetworkTerminal(HCM_TERMINAL);
-registerNetworkTerminal(TCP_PROXY_TERMINAL);
+/**
+ * A terminal whose module (HCM: the whole HTTP stack; tcp_proxy: the upstream pools) loads when a
+ * config first uses it, as the filters above do: a listener of other terminals (ztunnel's) never loads them.
+ */
+function lazyTerminal(typeUrl: string, legacyName: string, load: () => NetworkTerminalExtension): NetworkTerminalExtension {
+  let ext: NetworkTerminalExtension | undefined;
+  return { typeUrl, legacyName, compile: (m) => (ext ??= load()).compile(m) };
+}
+
+export const NETWORK_TERMINAL_ENTRIES: readonly NetworkTerminalExtension[] = [
+  lazyTerminal(`${T}envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager`, 'envoy.filters.network.http_connection_manager',
+    () => (require('./http_connection_manager/terminal.ts') as typeof import('./http_connection_manager/terminal.ts')).HCM_TERMINAL),
+  lazyTerminal(`${T}envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy`, 'envoy.filters.network.tcp_proxy',
+    () => (require('./tcp_proxy/terminal.ts') as typeof import('./tcp_proxy/terminal.ts')).TCP_PROXY_TERMINAL),
+];
+for (const t of NETWORK_TERMINAL_ENTRIES) registerNetworkTerminal(t);
