@@ -26,7 +26,8 @@
  * For profiling: XDS_SCALE_ONLY=delta-1|delta-2|sotw-1 runs one row; XDS_SCALE_NODE_ARGS adds node flags to
  * the proxy (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof --trace-gc"); the proxy's stdout and stderr are kept
  * whole in proxy-<row>.log next to the loop monitor's files, in a directory removed after the run unless
- * XDS_SCALE_KEEP=DIR names one (which then also gets the probe's samples, probe-<row>.json) (bench/tools/cpuprofile-tasks.ts lists a profile's long tasks).
+ * XDS_SCALE_KEEP=DIR names one (which then also gets the probe's samples, probe-<row>.json) (bench/tools/cpuprofile-tasks.ts lists a profile's long tasks;
+ * bench/tools/probe-timeline.ts DIR splits the slow requests' time into GC pauses, loop gaps and CPU waits).
  */
 import http from 'node:http';
 import path from 'node:path';
