@@ -4,7 +4,7 @@
  * native addons), each run through its own bin/skua-ztunnel.js — what ships.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, realpathSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -19,10 +19,36 @@ export function ztunnelBinForRef(ref: string, tmp: string): string {
     'packages/ztunnel/package.json', 'packages/ztunnel/src', 'packages/ztunnel/bin'], { maxBuffer: 256 << 20 });
   execFileSync('tar', ['-x', '-C', dir], { input: tar });
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
-  for (const p of ['proxy', 'ztunnel']) symlinkSync(join(ROOT, `packages/${p}/node_modules`), join(dir, `packages/${p}/node_modules`));
+  for (const p of ['proxy', 'ztunnel']) borrowDependencies(p, join(dir, `packages/${p}/node_modules`));
   symlinkSync(join(ROOT, 'packages/proxy/native'), join(dir, 'packages/proxy/native'));
   warmCompileCache(dir);
   return join(dir, 'packages/ztunnel/bin/skua-ztunnel.js');
+}
+
+/**
+ * A package's node_modules for an older build: @skua/* packages from the ref itself, the rest this
+ * checkout's entries for that package, plus any other workspace package's (a dependency may have moved since the ref — @peculiar/x509 went from the proxy to
+ * the control plane — and the older build still imports it).
+ */
+function borrowDependencies(pkg: string, target: string): void {
+  mkdirSync(target, { recursive: true });
+  const packages = [pkg, ...readdirSync(join(ROOT, 'packages')).filter((p) => p !== pkg)];
+  for (const p of packages) {
+    const from = join(ROOT, 'packages', p, 'node_modules');
+    if (!existsSync(from)) continue;
+    for (const name of readdirSync(from)) {
+      if (name.startsWith('.')) continue;
+      const scoped = name.startsWith('@') ? readdirSync(join(from, name)).map((n) => `${name}/${n}`) : [name];
+      for (const entry of scoped) {
+        if (existsSync(join(target, entry))) continue;
+        mkdirSync(join(target, entry, '..'), { recursive: true });
+        // The workspace's own packages come from the ref (pnpm links them to this checkout's).
+        const own = entry.startsWith('@skua/') ? join(target, '../..', entry.slice('@skua/'.length)) : undefined;
+        if (own !== undefined && !existsSync(own)) continue;
+        symlinkSync(own ?? realpathSync(join(from, entry)), join(target, entry));
+      }
+    }
+  }
 }
 
 /**
