@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 import { decodeResource, messageToJson, setUnknownFieldPolicy } from '../src/xds/decode.ts';
 import { encodeResource } from '../src/xds/encode.ts';
@@ -16,7 +17,8 @@ import { meshResources } from '../../../bench/lib/mesh-resources.ts';
 type Json = Record<string, unknown>;
 type AnyBytes = { type_url: string; value: Uint8Array };
 
-const FIXTURES = '/work/shared/fixtures/istio-istio/istioctl/pkg';
+// ../shared beside the checkout, as CI lays it out.
+const FIXTURES = fileURLToPath(new URL('../../../../shared/fixtures/istio-istio/istioctl/pkg', import.meta.url));
 const DUMPS = [
   'proxyconfig/testdata/config_dump.json', 'writer/compare/testdata/configdump.json',
   'writer/envoy/configdump/testdata/secret/istio/config_dump.json', 'writer/envoy/configdump/testdata/ecds/configdump.json',
