@@ -7,7 +7,7 @@
  * reporter="waypoint"), and a live edit of the route the waypoint applies, with no restart.
  */
 import path from 'node:path';
-import { AMBIENT_PODS, logsOf, type ComposeMesh } from './compose-mesh.ts';
+import { AMBIENT_PODS, logLine, logsOf, type ComposeMesh } from './compose-mesh.ts';
 import { engineEnv, run } from './engine.ts';
 import { fetchIn, liveEditToV2, type MeshCheck } from './mesh-checks.ts';
 
@@ -86,7 +86,7 @@ export const AMBIENT_CHECKS: readonly MeshCheck[] = [
       if (r.status !== 200 || !r.body.includes('William Shakespeare')) throw new Error(`${r.status} ${r.body.slice(0, 200)}`);
       const after = metricSum(await localText(mesh, 'ztunnel', 'http://127.0.0.1:15020/metrics'), 'istio_tcp_connections_opened_total', series);
       if (after <= before) throw new Error(`istio_tcp_connections_opened_total{reporter="destination", productpage → details, mutual_tls} did not grow (${before} → ${after})`);
-      const line = (await logsOf(mesh, 'ztunnel')).split('\n').reverse().find((l) => l.includes('direction="inbound"')
+      const line = await logLine(mesh, 'ztunnel', (l) => l.includes('direction="inbound"')
         && l.includes(`src.identity="${SPIFFE('bookinfo-productpage')}"`) && l.includes(`dst.identity="${SPIFFE('bookinfo-details')}"`));
       if (!line) throw new Error('no inbound access log line from productpage\'s to details\' SPIFFE id in ztunnel\'s log');
       const hbone = /dst\.addr=(\S+:15008)/.exec(line)?.[1];
@@ -99,7 +99,7 @@ export const AMBIENT_CHECKS: readonly MeshCheck[] = [
     async run(mesh) {
       const r = await fetchIn(mesh, 'kube', 'http://ambient-details-v1:9080/details/0');
       if (r.status !== 'ERR') throw new Error(`a plaintext request got ${r.status} ${r.body.slice(0, 200)}`);
-      const line = (await logsOf(mesh, 'ztunnel')).split('\n').reverse().find((l) => l.includes('dst.workload="details-v1"') && l.includes('policy rejection'));
+      const line = await logLine(mesh, 'ztunnel', (l) => l.includes('dst.workload="details-v1"') && l.includes('policy rejection'));
       if (!line) throw new Error('ztunnel logged no policy rejection for details-v1');
       return `ztunnel closed it (${r.body}): ${/error="([^"]*)"/.exec(line)?.[1] ?? line}`;
     },

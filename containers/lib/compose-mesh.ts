@@ -154,6 +154,19 @@ export async function logsOf(mesh: ComposeMesh, service: string): Promise<string
   return r.stdout + r.stderr;
 }
 
+/**
+ * The newest line of a service's log that `match` accepts, waiting up to `withinMs` for it: ztunnel writes its
+ * access log in batches (every 100 ms), so a line for a connection just made may not be out yet.
+ */
+export async function logLine(mesh: ComposeMesh, service: string, match: (line: string) => boolean, withinMs = 3000): Promise<string | undefined> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const line = (await logsOf(mesh, service)).split('\n').reverse().find(match);
+    if (line !== undefined || Date.now() >= deadline) return line;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 /** Containers, volumes, the network, the config copy (not the images: removeImages). Never throws. */
 export async function meshDown(mesh: ComposeMesh): Promise<string[]> {
   const problems: string[] = [];
