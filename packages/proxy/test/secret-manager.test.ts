@@ -76,6 +76,27 @@ test('from the CA: default and ROOTCA installed, rotated at about half the lifet
   assert.equal(readFileSync(join(dir, 'out/key.pem'), 'utf8'), sm.identity!.keyPem);
 });
 
+test('the root certificate file appearing after the agent started is used by the next request to the CA', { timeout: 30_000 }, async (t) => {
+  const dir = tmp(t);
+  const ca = await CertificateAuthority.create({ trustDomain: 'cluster.local' });
+  const tokens = TokenAuthority.create();
+  const server = await startCaServer({ ca, tokens, listen: '127.0.0.1:0' });
+  t.after(() => server.close());
+  mkdirSync(join(dir, 'var/run/secrets/tokens'), { recursive: true });
+  mkdirSync(join(dir, 'var/run/secrets/istio'), { recursive: true });
+  writeFileSync(join(dir, 'var/run/secrets/tokens/istio-token'), tokens.issue({ namespace: 'default', serviceAccount: 'cart' }));
+  const options = secretManagerOptionsFromEnv({ CA_ADDR: `127.0.0.1:${server.port}`, SERVICE_ACCOUNT: 'cart' }, dir)!;
+  const sm = new SecretManager(options, new SecretStore());
+  t.after(() => sm.stop());
+  const started = sm.start();
+  // Without the file the CA's self-signed root is not trusted: nothing is issued yet.
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal(sm.issued, 0);
+  writeFileSync(join(dir, 'var/run/secrets/istio/root-cert.pem'), ca.rootCertPem);
+  await started;
+  assert.equal(new X509Certificate(sm.identity!.chainPem).subjectAltName, 'URI:spiffe://cluster.local/ns/default/sa/cart');
+});
+
 test('mounted certificates: loaded at start, reloaded when the files change', { timeout: 30_000 }, async (t) => {
   const dir = tmp(t);
   const certs = join(dir, 'etc/certs');

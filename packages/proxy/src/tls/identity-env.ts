@@ -36,7 +36,13 @@ export function secretManagerOptionsFromEnv(env: NodeJS.ProcessEnv, cwd = proces
   return {
     identity, ttlSec, graceRatio, graceJitter, outputDir,
     ca: {
-      client: { address: caAddr, rootCertPem: existsSync(rootFile) ? readFileSync(rootFile, 'utf8') : undefined, clusterId: env.ISTIO_META_CLUSTER_ID || 'Kubernetes' },
+      client: {
+        address: caAddr, clusterId: env.ISTIO_META_CLUSTER_ID || 'Kubernetes',
+        // Read at each request, not once: the istio-ca-root-cert ConfigMap's file may appear after the agent
+        // started (podman kube play, a slow kubelet) or be replaced; read once, a missing file meant the
+        // system roots — and a CA never trusted — for the life of the process.
+        get rootCertPem(): string | undefined { return existsSync(rootFile) ? readFileSync(rootFile, 'utf8') : undefined; },
+      },
       tokenFile: resolve(cwd, TOKEN_PATH),
       provCertDir: env.PROV_CERT ? resolve(cwd, env.PROV_CERT) : undefined,
     },
