@@ -2,7 +2,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { CONFIG_SLICE_MS, eachSliced, letRunFirst, TimeSlice } from '../src/core/time-slice.ts';
+import { CONFIG_SLICE_MS, PACE_RATIO, eachSliced, letRunFirst, TimeSlice } from '../src/core/time-slice.ts';
+import { overloadState } from '../src/core/overload.ts';
 
 const busy = (ms: number): void => { const end = performance.now() + ms; while (performance.now() < end) { /* spin */ } };
 
@@ -60,4 +61,43 @@ test('data-plane work that I/O queued for the check phase runs before the next s
   const text = order.join(' ');
   assert.match(text, /read flush/, 'reads happened between slices');
   assert.doesNotMatch(text, /read( read)* slice/, `a read's flush waited for a slice: ${text}`);
+});
+
+test('with downstream connections open, a full slice is followed by PACE_RATIO times as long without config work', async () => {
+  const slice = new TimeSlice();
+  const yieldAfterFullSlice = async (): Promise<number> => {
+    await slice.next();
+    busy(CONFIG_SLICE_MS);
+    const t0 = performance.now();
+    await slice.next();
+    return performance.now() - t0;
+  };
+  const before = overloadState.connections;
+  overloadState.connections = 1;
+  let paced: number;
+  try { paced = await yieldAfterFullSlice(); } finally { overloadState.connections = before; }
+  // setTimeout never fires early by more than its 1 ms resolution.
+  assert.ok(paced >= CONFIG_SLICE_MS * PACE_RATIO - 1, `paced yield took ${paced.toFixed(1)} ms`);
+  // The pause counts the work since the last yield, at most two budgets: time the thread sat idle is not work.
+  await slice.next();
+  await new Promise((r) => setTimeout(r, 50));
+  overloadState.connections = 1;
+  let afterIdle: number;
+  try { const t0 = performance.now(); await slice.next(); afterIdle = performance.now() - t0; } finally { overloadState.connections = before; }
+  assert.ok(afterIdle < 2 * CONFIG_SLICE_MS * PACE_RATIO + 40, `after 50 ms idle the yield took ${afterIdle.toFixed(1)} ms (idle time counted as work would be 150 ms)`);
+  assert.equal(overloadState.connections, before);
+});
+
+test('with no downstream connections, config work is not paced (start-up and idle proxies apply at full speed)', async () => {
+  assert.equal(overloadState.connections, 0);
+  const slice = new TimeSlice();
+  let total = 0;
+  for (let i = 0; i < 20; i++) {
+    busy(CONFIG_SLICE_MS);
+    const t0 = performance.now();
+    await slice.next();
+    total += performance.now() - t0;
+  }
+  // Paced, 20 yields would wait at least 20 x 9 ms = 180 ms.
+  assert.ok(total < 20 * CONFIG_SLICE_MS * PACE_RATIO / 2, `20 unpaced yields took ${total.toFixed(1)} ms`);
 });
