@@ -47,8 +47,12 @@ describe('HTTP/2 floods', { timeout: 120_000 }, () => {
     const before = backend.requests.length;
     const c = await RawH2.open(proxy.ports.h2);
     for (let i = 0; i < 2000; i++) { const id = 1 + 2 * i; c.headers(id, requestBlock(`/rr?i=${i}`)); c.rst(id, ErrorCode.CANCEL); }
-    const goaway = await c.waitFor((x) => x.goaway(), 10_000, 'GOAWAY');
-    assert.equal(goaway.code, ErrorCode.ENHANCE_YOUR_CALM, c.describe());
+    // The guard's GOAWAY. On a loaded machine nghttp2's own RST_STREAM limiter (burst 1,000) can
+    // answer first with GOAWAY(INTERNAL_ERROR) while the guard's count waits for JS (seen once in a
+    // full suite run); the guard's ENHANCE_YOUR_CALM must still follow, counted, and end the connection.
+    const goaway = await c.waitFor((x) => x.goaway(ErrorCode.ENHANCE_YOUR_CALM), 10_000, 'GOAWAY(ENHANCE_YOUR_CALM)');
+    assert.deepEqual(c.frames.filter((f) => f.type === FrameType.GOAWAY).map((f) => f.payload.readUInt32BE(4)).filter((code) => code !== ErrorCode.INTERNAL_ERROR),
+      [ErrorCode.ENHANCE_YOUR_CALM], c.describe());
     assert.ok(await c.waitClosed(5000), 'the connection was not closed');
     assert.equal(await stat('http.h2.downstream_rq_too_many_premature_resets'), 1);
     const rxReset = await stat('http.h2.downstream_rq_rx_reset');

@@ -218,8 +218,9 @@ export class RawH2 {
     }
   }
 
-  goaway(): GoAway | undefined {
-    const f = this.frames.find((x) => x.type === FrameType.GOAWAY);
+  /** The first GOAWAY the server sent (with `code`: the first with that error code). */
+  goaway(code?: number): GoAway | undefined {
+    const f = this.frames.find((x) => x.type === FrameType.GOAWAY && (code === undefined || x.payload.readUInt32BE(4) === code));
     return f ? { lastStream: f.payload.readUInt32BE(0) & 0x7fffffff, code: f.payload.readUInt32BE(4) } : undefined;
   }
 
