@@ -11,5 +11,4 @@ export {
 } from '../listener/terminal.ts';
 export type { NetworkFilterConfig, LiveNetworkFilter, NetworkFilterScope, NetworkFilterExtension } from '../listener/network-filter.ts';
 export { ListenerManager } from '../listener/manager.ts';
-/** The scope every listener hands its terminals; a program without Envoy clusters passes an empty one. */
 export { connInfoOf, type ConnInfo } from '../listener/conn-info.ts';
