@@ -30,6 +30,7 @@ async function parseAsync<T>(decoding: Promise<T>, what: string): Promise<T> {
   try {
     return await decoding;
   } catch (e) {
+    if (e instanceof MalformedResponse) throw e;
     throw new MalformedResponse(`cannot decode a ${what}: ${(e as Error).message}`);
   }
 }
@@ -184,7 +185,7 @@ export class SotwProtocol extends ProtocolBase implements AdsProtocol {
   }
 
   async onResponse(bytes: Buffer): Promise<OutgoingRequest[]> {
-    const { response: r, resources } = parse(splitSotwResponse, bytes, 'DiscoveryResponse');
+    const { response: r, resources } = await parseAsync(splitSotwResponse(bytes), `DiscoveryResponse (${bytes.length} bytes)`);
     const s = this.subscription(r.type_url);
     if (!s) return [];
     s.nonce = r.nonce;
@@ -238,7 +239,7 @@ export class DeltaProtocol extends ProtocolBase implements AdsProtocol {
   }
 
   async onResponse(bytes: Buffer): Promise<OutgoingRequest[]> {
-    const { response: r, resources, removed } = parse(splitDeltaResponse, bytes, 'DeltaDiscoveryResponse');
+    const { response: r, resources, removed } = await parseAsync(splitDeltaResponse(bytes), `DeltaDiscoveryResponse (${bytes.length} bytes)`);
     const s = this.subscription(r.type_url);
     if (!s) return [];
     const removedResources = await parseAsync(removedNames(removed), 'DeltaDiscoveryResponse removed_resources');

@@ -1,3 +1,5 @@
+import type { TimeSlice } from '../core/time-slice.ts';
+
 /**
  * Splits a protobuf message into the entries of one repeated, length-delimited field, left as
  * bytes (offsets into the message; a view is made when an entry is read), and the rest of the
@@ -40,30 +42,69 @@ function varint(buf: Uint8Array, pos: number): number {
   throw new Error(`invalid varint at offset ${pos}`);
 }
 
-export function splitRepeated(buf: Uint8Array, field: number): { entries: FieldEntries; rest: Uint8Array } {
-  const bounds: number[] = [];
-  const restParts: Uint8Array[] = [];
-  let pos = 0;
-  while (pos < buf.length) {
-    const start = pos;
-    const tag = varint(buf, pos);
-    const number = Math.floor(tag / 8);
-    const wireType = tag & 7;
-    let end: number;
-    let body = after;
-    if (wireType === 0) { varint(buf, after); end = after; }
-    else if (wireType === 1) end = after + 8;
-    else if (wireType === 5) end = after + 4;
-    else if (wireType === 2) {
-      const length = varint(buf, after);
-      body = after;
-      end = after + length;
-    } else throw new Error(`unsupported wire type ${wireType} (field ${number}) at offset ${start}`);
-    if (number === 0) throw new Error(`invalid field number 0 at offset ${start}`);
-    if (end > buf.length) throw new Error(`field ${number} at offset ${start} runs past the end (${end} > ${buf.length})`);
-    if (number === field && wireType === 2) bounds.push(body, end);
-    else restParts.push(buf.subarray(start, end));
-    pos = end;
+/** The walk over a message's fields, resumable: `step` reads at most `n` more fields. */
+class FieldWalk {
+  private readonly buf: Uint8Array;
+  private readonly field: number;
+  private pos = 0;
+  private readonly bounds: number[] = [];
+  private readonly restParts: Uint8Array[] = [];
+
+  constructor(buf: Uint8Array, field: number) {
+    this.buf = buf;
+    this.field = field;
   }
-  return { entries: new FieldEntries(buf, bounds), rest: restParts.length === 1 ? restParts[0] : Buffer.concat(restParts) };
+
+  /** Reads up to `n` fields; true when the message is done. */
+  step(n: number): boolean {
+    const buf = this.buf;
+    let pos = this.pos;
+    for (let k = 0; k < n && pos < buf.length; k++) {
+      const start = pos;
+      const tag = varint(buf, pos);
+      const number = Math.floor(tag / 8);
+      const wireType = tag & 7;
+      let end: number;
+      let body = after;
+      if (wireType === 0) { varint(buf, after); end = after; }
+      else if (wireType === 1) end = after + 8;
+      else if (wireType === 5) end = after + 4;
+      else if (wireType === 2) {
+        const length = varint(buf, after);
+        body = after;
+        end = after + length;
+      } else throw new Error(`unsupported wire type ${wireType} (field ${number}) at offset ${start}`);
+      if (number === 0) throw new Error(`invalid field number 0 at offset ${start}`);
+      if (end > buf.length) throw new Error(`field ${number} at offset ${start} runs past the end (${end} > ${buf.length})`);
+      if (number === this.field && wireType === 2) this.bounds.push(body, end);
+      else this.restParts.push(buf.subarray(start, end));
+      pos = end;
+    }
+    this.pos = pos;
+    return pos >= buf.length;
+  }
+
+  result(): { entries: FieldEntries; rest: Uint8Array } {
+    const parts = this.restParts;
+    return { entries: new FieldEntries(this.buf, this.bounds), rest: parts.length === 1 ? parts[0] : Buffer.concat(parts) };
+  }
+}
+
+export function splitRepeated(buf: Uint8Array, field: number): { entries: FieldEntries; rest: Uint8Array } {
+  const walk = new FieldWalk(buf, field);
+  walk.step(Infinity);
+  return walk.result();
+}
+
+/** Fields walked between two looks at the slice's clock. */
+const FIELDS_PER_CHECK = 512;
+
+/**
+ * splitRepeated in time slices: the walk over a 20,000-resource SotW CDS response took one 24 ms
+ * task at the start of the push (the loop runs in V8's interpreter the first time).
+ */
+export async function splitRepeatedSliced(buf: Uint8Array, field: number, slice: TimeSlice): Promise<{ entries: FieldEntries; rest: Uint8Array }> {
+  const walk = new FieldWalk(buf, field);
+  while (!walk.step(FIELDS_PER_CHECK)) if (slice.due) await slice.next();
+  return walk.result();
 }
