@@ -98,7 +98,8 @@ RUN for name in pilot-agent skua-proxy envoy; do ln -s /app/packages/proxy/bin/s
  && mkdir -p /etc/istio/proxy /etc/istio/pod /var/lib/istio/data /var/run/secrets/istio /var/run/secrets/tokens /var/lib/skua/compile-cache \
  && chown -R 1337:1337 /etc/istio/proxy /var/lib/istio /var/lib/skua
 USER 1337:1337
-# Node's compile cache, filled at build time: a pod starts from an empty /tmp, and a start without it
+# Node's compile cache, filled at build time (under the V8 flags bin/v8-flags.js starts the proxy with:
+# they are part of the cache's key): a pod starts from an empty /tmp, and a start without it
 # loads type stripping's compiler, ~20 MB more anonymous memory for the life of every sidecar (issue 13).
 # Node keys the cache by uid, hence built as 1337; read-only at run time is fine (readOnlyRootFilesystem).
 ENV NODE_COMPILE_CACHE=/var/lib/skua/compile-cache

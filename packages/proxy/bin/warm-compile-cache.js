@@ -10,6 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { startWithV8Flags } from './v8-flags.js';
+
+// Under skua-proxy's V8 flags: they are part of the cache's key (v8-flags.js).
+startWithV8Flags();
 
 const SRC = new URL('../src/', import.meta.url);
 const BIN = fileURLToPath(new URL('skua-proxy.js', import.meta.url));
