@@ -9,7 +9,7 @@ import { toPlainMessage } from './encode.ts';
 import { messageToJson } from './decode.ts';
 import { readerOf, utf8String } from './flat-reader.ts';
 import { TimeSlice } from '../core/time-slice.ts';
-import { splitRepeatedSliced, type FieldEntries } from './wire-split.ts';
+import { splitRepeated, type FieldEntries } from './wire-split.ts';
 
 export const TYPE_URL = {
   listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
@@ -205,13 +205,13 @@ const RESOURCES_FIELD = 2;
 const REMOVED_FIELD = 6;
 
 export async function splitSotwResponse(bytes: Uint8Array, slice = new TimeSlice()): Promise<SplitResponse<SotwResponse>> {
-  const { entries, rest } = await splitRepeatedSliced(bytes, RESOURCES_FIELD, slice);
+  const { entries, rest } = await splitRepeated(bytes, RESOURCES_FIELD, slice);
   return { response: decodeSotwResponse(rest), resources: entries };
 }
 
 export async function splitDeltaResponse(bytes: Uint8Array, slice = new TimeSlice()): Promise<SplitResponse<DeltaResponse>> {
-  const { entries, rest } = await splitRepeatedSliced(bytes, RESOURCES_FIELD, slice);
-  const removed = await splitRepeatedSliced(rest, REMOVED_FIELD, slice);
+  const { entries, rest } = await splitRepeated(bytes, RESOURCES_FIELD, slice);
+  const removed = await splitRepeated(rest, REMOVED_FIELD, slice);
   return { response: decodeDeltaResponse(removed.rest), resources: entries, removed: removed.entries };
 }
 

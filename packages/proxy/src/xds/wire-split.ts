@@ -1,4 +1,4 @@
-import type { TimeSlice } from '../core/time-slice.ts';
+import { TimeSlice } from '../core/time-slice.ts';
 
 /**
  * Splits a protobuf message into the entries of one repeated, length-delimited field, left as
@@ -90,20 +90,14 @@ class FieldWalk {
   }
 }
 
-export function splitRepeated(buf: Uint8Array, field: number): { entries: FieldEntries; rest: Uint8Array } {
-  const walk = new FieldWalk(buf, field);
-  walk.step(Infinity);
-  return walk.result();
-}
-
 /** Fields walked between two looks at the slice's clock. */
 const FIELDS_PER_CHECK = 512;
 
 /**
- * splitRepeated in time slices: the walk over a 20,000-resource SotW CDS response took one 24 ms
- * task at the start of the push (the loop runs in V8's interpreter the first time).
+ * The split, in time slices: the walk over a 20,000-resource SotW CDS response took one 24 ms task
+ * at the start of the push when it ran in one go (the loop runs in V8's interpreter the first time).
  */
-export async function splitRepeatedSliced(buf: Uint8Array, field: number, slice: TimeSlice): Promise<{ entries: FieldEntries; rest: Uint8Array }> {
+export async function splitRepeated(buf: Uint8Array, field: number, slice = new TimeSlice()): Promise<{ entries: FieldEntries; rest: Uint8Array }> {
   const walk = new FieldWalk(buf, field);
   while (!walk.step(FIELDS_PER_CHECK)) if (slice.due) await slice.next();
   return walk.result();
