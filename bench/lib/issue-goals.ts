@@ -74,9 +74,12 @@ export function issueGoals(results: readonly StoredResult[]): GoalRow[] {
     skua: delta ? `apply ${f(delta.metrics.applyMs, 0)} ms, RSS ${f(delta.metrics.rssMb, 0)} MB (+${f(delta.metrics.rssGrowthMb, 0)} over a bare proxy)` : '–',
     anchor: 'Envoy ~15–40 KB per cluster', goal: '< 1 s, < 150 MB total', status: status(delta ? delta.metrics.applyMs < 1000 && delta.metrics.rssMb < 150 : undefined),
   });
+  // Older results have no proxy-only time (only end-to-end with the debounce): not judged.
+  const atProxy = delta?.metrics.changeAtProxyMs;
   out.push({
-    what: 'one endpoint change (Delta)', scenario: 'xds', skua: delta ? `${f(delta.metrics.changeMs, 1)} ms incl. the control plane's ${xds?.settings.debounceMs ?? 100} ms debounce` : '–',
-    anchor: '—', goal: '< 5 ms at the proxy', status: status(delta ? delta.metrics.changeMs - Number(xds?.settings.debounceMs ?? 100) < 5 : undefined),
+    what: 'one endpoint change (Delta)', scenario: 'xds',
+    skua: delta ? `${atProxy === undefined ? '' : `${f(atProxy, 2)} ms at the proxy (push arriving → first response from the new backend); `}${f(delta.metrics.changeMs, 1)} ms end to end incl. the control plane's ${xds?.settings.debounceMs ?? 100} ms debounce` : '–',
+    anchor: '—', goal: '< 5 ms at the proxy', status: status(atProxy === undefined ? undefined : atProxy < 5),
   });
 
   const mtls = by('mtls');

@@ -53,6 +53,8 @@ export interface Row {
   label: string;
   metrics: Record<string, number>;
   samples?: number[];
+  /** Further sample sets of one row, by metric key (xds: changeAtProxyMs). */
+  moreSamples?: Record<string, number[]>;
   error?: string;
   /** The target's configuration as generated (nginx conf, haproxy cfg, Envoy bootstrap). */
   config?: string;

@@ -10,6 +10,12 @@
  *   change ms   one service's endpoints change (a file the control plane watches) until that
  *               service's traffic reaches the new backend; median of 5 (includes the control
  *               plane's 100 ms file-watch debounce, reported separately)
+ *   at proxy ms the same change from the push's first byte reaching the proxy's socket (a relay
+ *               between proxy and control plane notes it) to the end of the first response from
+ *               the new backend, requests sent back to back on one kept-alive connection: an upper
+ *               bound of the proxy's own time by one request's round trip; median of 5
+ *   request ms  one request's round trip on that connection while nothing changes (median of 200)
+ * For profiling: XDS_NODE_ARGS adds node flags to the ADS proxies (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
  */
 import { renameSync, writeFileSync, mkdirSync } from 'node:fs';
 import http from 'node:http';
@@ -21,6 +27,7 @@ import { claFor, meshResources, svcHost } from '../lib/mesh-resources.ts';
 import { REPO_ROOT } from '../lib/targets.ts';
 import { cpuMs, rssMb } from '../lib/proc-stats.ts';
 import type { Column, Options, Row, ScenarioResult } from '../lib/types.ts';
+import { startXdsRelay } from '../lib/xds-relay.ts';
 import { istioStatsMatcher } from '../../packages/proxy/src/api/envoy.ts';
 
 export const SERVICES = 5000;
@@ -33,6 +40,8 @@ const COLUMNS: Column[] = [
   { key: 'rssMb', title: 'RSS MB', digits: 1, better: 'lower' },
   { key: 'rssGrowthMb', title: 'RSS growth MB', digits: 1, better: 'lower' },
   { key: 'changeMs', title: 'endpoint change ms (median)', digits: 1, better: 'lower' },
+  { key: 'changeAtProxyMs', title: 'endpoint change at the proxy ms (median)', digits: 2, better: 'lower' },
+  { key: 'requestMs', title: 'one request ms (median)', digits: 2, better: 'lower' },
   { key: 'cpStartMs', title: 'control plane load ms', digits: 0, better: 'lower' },
 ];
 
@@ -41,9 +50,9 @@ function backend(name: string): Promise<{ server: http.Server; port: number }> {
   return new Promise((resolve) => server.listen(0, HOST, () => resolve({ server, port: (server.address() as { port: number }).port })));
 }
 
-function whoAnswers(port: number, host: string): Promise<string> {
+function whoAnswers(port: number, host: string, agent: http.Agent | false = false): Promise<string> {
   return new Promise((resolve) => {
-    const req = http.get({ host: HOST, port, path: '/', agent: false, timeout: 1000, headers: { host } }, (res) => {
+    const req = http.get({ host: HOST, port, path: '/', agent, timeout: 1000, headers: { host } }, (res) => {
       res.resume();
       res.on('end', () => resolve(String(res.headers['x-backend'] ?? res.statusCode)));
     });
@@ -74,11 +83,11 @@ function adsBootstrap(adminPort: number, cpPort: number, delta: boolean, istioSt
   };
 }
 
-async function startProxy(skuaMain: string, dir: string, name: string, bootstrap: unknown, adminPort: number): Promise<{ proc: Proc; readyMs: number; cpu: number }> {
+async function startProxy(skuaMain: string, dir: string, name: string, bootstrap: unknown, adminPort: number, nodeArgs: string[] = []): Promise<{ proc: Proc; readyMs: number; cpu: number }> {
   const file = path.join(dir, `${name}.json`);
   writeFileSync(file, JSON.stringify(bootstrap));
   const t0 = performance.now();
-  const proc = startProcess(name, process.execPath, [path.resolve(REPO_ROOT, skuaMain), '-c', file, '-l', 'warn'], { cwd: REPO_ROOT });
+  const proc = startProcess(name, process.execPath, [...nodeArgs, path.resolve(REPO_ROOT, skuaMain), '-c', file, '-l', 'warn'], { cwd: REPO_ROOT });
   await waitForReady(adminPort, proc, 300_000);
   return { proc, readyMs: performance.now() - t0, cpu: cpuMs(proc.pid) };
 }
@@ -110,37 +119,52 @@ export async function runXds(opts: Options, tmpDir: string): Promise<ScenarioRes
       await new Promise((r) => setTimeout(r, 20));
     }
     const cpStartMs = performance.now() - tc;
+    const relay = await startXdsRelay(cpPort);
     progress('xds', `control plane: ${SERVICES} services loaded in ${cpStartMs.toFixed(0)} ms`);
     // As a sidecar gets them (Istio's stats inclusion list in the bootstrap), and once keeping every stat.
     for (const [delta, istioStats] of [[true, true], [false, true], [true, false]] as const) {
       const label = `skua-proxy, ${SERVICES.toLocaleString('en-US')} services, ${delta ? 'Delta' : 'SotW'} ADS${istioStats ? '' : ', every stat (no stats_matcher)'}`;
       const adminPort = await freePort();
       writeAtomically(path.join(cpDir, 'zz-change.json'), { resources: [] });
-      const p = await startProxy(opts.skuaMain, dir, delta ? 'delta' : 'sotw', adsBootstrap(adminPort, cpPort, delta, istioStats), adminPort);
+      const p = await startProxy(opts.skuaMain, dir, delta ? 'delta' : 'sotw', adsBootstrap(adminPort, relay.port, delta, istioStats), adminPort, (process.env.XDS_NODE_ARGS ?? '').split(' ').filter(Boolean));
       const host = svcHost(SERVICES >> 1);
       if (await whoAnswers(port, host) !== 'a') throw new Error(`${label}: service ${host} does not reach backend a`);
       const rss = rssMb(p.proc.pid);
-      const changes: number[] = [];
+      const changes: number[] = [], atProxy: number[] = [];
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      const rtts: number[] = [];
+      for (let k = 0; k < 200; k++) {
+        const t = performance.now();
+        await whoAnswers(port, host, agent);
+        rtts.push(performance.now() - t);
+      }
+      rtts.sort((x, y) => x - y);
       for (let k = 0; k < 5; k++) {
         const to = k % 2 === 0 ? b : a;
         const want = to === a ? 'a' : 'b';
         const tw = performance.now();
         writeAtomically(path.join(cpDir, 'zz-change.json'), { resources: [claFor(SERVICES >> 1, [to.port])] });
-        while (await whoAnswers(port, host) !== want) {
+        while (await whoAnswers(port, host, agent) !== want) {
           if (performance.now() - tw > 30_000) throw new Error(`${label}: endpoint change not applied within 30 s`);
-          await new Promise((r) => setTimeout(r, 2));
         }
-        changes.push(performance.now() - tw);
+        const done = performance.now();
+        const pushed = relay.firstPushAfter(tw);
+        if (pushed === undefined) throw new Error(`${label}: the change reached the proxy without a push through the relay`);
+        changes.push(done - tw);
+        atProxy.push(done - pushed);
       }
+      agent.destroy();
       changes.sort((x, y) => x - y);
+      atProxy.sort((x, y) => x - y);
       const metrics = {
         applyMs: p.readyMs - base.readyMs, cpuMs: p.cpu - base.cpu, rssMb: rss, rssGrowthMb: rss - baseRss,
-        changeMs: changes[2], cpStartMs,
+        changeMs: changes[2], changeAtProxyMs: atProxy[2], requestMs: rtts[100], cpStartMs,
       };
-      rows.push({ target: 'skua', key: `${delta ? 'delta' : 'sotw'}${istioStats ? '' : '-all-stats'}`, label, metrics, samples: changes });
-      progress('xds', `${label}: apply ${metrics.applyMs.toFixed(0)} ms, RSS ${rss.toFixed(1)} MB, change ${changes[2].toFixed(1)} ms`);
+      rows.push({ target: 'skua', key: `${delta ? 'delta' : 'sotw'}${istioStats ? '' : '-all-stats'}`, label, metrics, samples: changes, moreSamples: { changeAtProxyMs: atProxy } });
+      progress('xds', `${label}: apply ${metrics.applyMs.toFixed(0)} ms, RSS ${rss.toFixed(1)} MB, change ${changes[2].toFixed(1)} ms (at the proxy ${atProxy[2].toFixed(2)} ms; one request ${rtts[100].toFixed(2)} ms)`);
       await stopProcess(p.proc);
     }
+    relay.close();
     await stopProcess(cp);
   } finally {
     a.server.close();

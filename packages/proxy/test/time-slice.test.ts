@@ -20,6 +20,25 @@ test('a slice made after work in the same task is already due; next() starts a n
   assert.equal(new TimeSlice().due, false);
 });
 
+test('config work that starts after the loop went round gets a whole slice, however long the thread was idle', async () => {
+  const before = new TimeSlice();
+  await before.next();
+  busy(CONFIG_SLICE_MS + 1);
+  assert.equal(before.due, true, 'the earlier task used its slice up');
+  await new Promise((r) => setTimeout(r, 2 * CONFIG_SLICE_MS));
+  const before2 = overloadState.connections;
+  overloadState.connections = 1;
+  try {
+    const update = new TimeSlice();
+    assert.equal(update.due, false, 'an everyday update, arriving later, is not due at its first item');
+    const t0 = performance.now();
+    await eachSliced([1, 2, 3], () => busy(0.01), update);
+    assert.ok(performance.now() - t0 < CONFIG_SLICE_MS, 'it ran without a paced rest');
+    busy(CONFIG_SLICE_MS);
+    assert.equal(update.due, true, 'the same task, once its budget is used, is due');
+  } finally { overloadState.connections = before2; }
+});
+
 test('eachSliced visits every item in order and lets I/O run when a slice is due', async () => {
   const seen: number[] = [];
   let immediates = 0;

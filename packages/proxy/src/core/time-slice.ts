@@ -21,6 +21,22 @@ export const CONFIG_SLICE_MS = 3;
 export const PACE_RATIO = 3;
 
 let sliceStart = performance.now();
+/**
+ * True once the loop has gone round since config work last ran: the next piece of config work
+ * starts a fresh slice. Without it the clock kept counting the idle time before a task, so the
+ * first check of an everyday update (one endpoint set, seconds after the last) found its slice
+ * used up and, with traffic flowing, slept 18 ms before applying it.
+ */
+let loopTurned = true;
+const turned = (): void => { loopTurned = true; };
+
+/** Config work runs now: a slice starts if the loop went round since config work last ran. */
+function working(): void {
+  if (!loopTurned) return;
+  loopTurned = false;
+  sliceStart = performance.now();
+  setImmediate(turned);
+}
 
 /** Data-plane work that a config slice lets run first (see letRunFirst). */
 const dataPlaneQueued: Array<() => boolean> = [];
@@ -53,6 +69,7 @@ export class TimeSlice {
 
   /** The slice has used its budget: yield before the next item. */
   get due(): boolean {
+    working();
     return performance.now() - sliceStart >= this.budgetMs;
   }
 
@@ -62,12 +79,14 @@ export class TimeSlice {
    * traffic may be flowing (see PACE_RATIO).
    */
   async next(): Promise<void> {
-    // The clock also ran while the thread was idle before this task (it restarts only here): a slice
-    // counts as at most two budgets of work.
+    working();
+    // A slice counts as at most two budgets of work (one item may have run long).
     const ran = Math.min(performance.now() - sliceStart, 2 * this.budgetMs);
     if (overloadState.connections > 0 && ran >= this.budgetMs) await sleep(ran * PACE_RATIO);
     do await immediate(); while (dataPlaneWaiting());
-    sliceStart = performance.now();
+    // The work resuming here is this turn's config work: a new slice, which the loop's next turn ends.
+    loopTurned = true;
+    working();
   }
 }
 

@@ -22,6 +22,7 @@ import { DynamicListeners, type WarmingListener } from './dynamic-listeners.ts';
 import { EdsIndex } from './eds-index.ts';
 import { TimeSlice } from '../core/time-slice.ts';
 import { forwardedCluster } from './follower-updates.ts';
+import { NameUnion } from './name-union.ts';
 
 export type { ErrorState, TrackedResource } from './state.ts';
 
@@ -62,7 +63,7 @@ export class DynamicConfig implements XdsHandler {
   /** The assignment names the last EDS update stored (what workers are sent, compiled). */
   lastEndpointsStored: ReadonlySet<string> = NO_NAMES;
   /** SDS secret names (config source `ads`) each listener / cluster names, by resource name. */
-  private readonly adsSecrets = new Map<string, readonly string[]>();
+  private readonly adsSecrets = new NameUnion();
   readonly secrets = new Map<string, TrackedResource>();
   readonly extensions = new Map<string, TrackedResource>();
   /** Resources of sink-only types (NDS), by type. */
@@ -154,11 +155,7 @@ export class DynamicConfig implements XdsHandler {
       case TYPE_URL.endpoint: return { wildcard: false, names: this.eds.names, revision: this.eds.revision };
       case TYPE_URL.route: return { wildcard: false, names: this.lds.routeNames() };
       case TYPE_URL.extension: return { wildcard: false, names: this.lds.extensionNames() };
-      case TYPE_URL.secret: {
-        const names = new Set<string>();
-        for (const list of this.adsSecrets.values()) for (const n of list) names.add(n);
-        return { wildcard: false, names };
-      }
+      case TYPE_URL.secret: return { wildcard: false, names: this.adsSecrets.names, revision: this.adsSecrets.revision };
       default: return { wildcard: this.sinks.get(typeUrl)?.wildcard === true, names: NO_NAMES };
     }
   }
@@ -216,10 +213,7 @@ export class DynamicConfig implements XdsHandler {
       }
       this.accepted(u.typeUrl, r.name);
       if (this.recordClusterChanges) rebuilt.push(forwardedCluster(r.name, r.version, r.json));
-      // Only clusters that name ADS secrets get an entry: SDS interest walks this map after every response.
-      const secretNames = adsSecretNames(r.json);
-      if (secretNames.length) this.adsSecrets.set(`cluster/${r.name}`, secretNames);
-      else this.adsSecrets.delete(`cluster/${r.name}`);
+      this.adsSecrets.set(`cluster/${r.name}`, adsSecretNames(r.json));
       // (A --concurrency worker serves no config_dump: it keeps the hash, not the config.)
       const tracked = track(r, r.version || u.version, hash, this.retainConfig);
       // An update of a live cluster takes the endpoints it has (a removed one's went with it).

@@ -15,6 +15,7 @@ import type { XdsRejection, XdsUpdate } from './types.ts';
 import type { ErrorLog, TrackedResource } from './state.ts';
 import type { InitialFetchTimers } from './fetch-timers.ts';
 import { adsSecretNames, compileOrWait, contentHash, ecdsNames, rdsSubscriptions, type RdsSubscription } from './resource-refs.ts';
+import type { NameUnion } from './name-union.ts';
 
 const log = logger('config');
 /** Envoy logs listener adds under its upstream logger (lds: add/update listener ...). */
@@ -34,7 +35,7 @@ export interface ListenerDeps {
   readonly staticListeners: ReadonlySet<string>;
   readonly errors: ErrorLog;
   /** SDS names (config source `ads`) by owner; this keeps the `listener/<name>` entries. */
-  readonly adsSecrets: Map<string, readonly string[]>;
+  readonly adsSecrets: NameUnion;
   readonly timers: InitialFetchTimers;
   /** Counts one event under its Envoy stat name (RDS update_*). */
   count(name: string): void;
