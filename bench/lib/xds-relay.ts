@@ -10,6 +10,8 @@ export interface XdsRelay {
   readonly port: number;
   /** performance.now() of the first server→proxy chunk at or after `since`, or undefined. */
   firstPushAfter(since: number): number | undefined;
+  /** Resolves once the server has sent nothing for `ms` (HTTP/2 window updates for the proxy's last ACK, a PING). */
+  quiet(ms: number): Promise<void>;
   close(): void;
 }
 
@@ -36,6 +38,13 @@ export function startXdsRelay(serverPort: number): Promise<XdsRelay> {
   return new Promise((resolve) => server.listen(0, HOST, () => resolve({
     port: (server.address() as net.AddressInfo).port,
     firstPushAfter: (since) => arrivals.find((t) => t >= since),
+    quiet: async (ms) => {
+      for (;;) {
+        const idle = performance.now() - (arrivals.at(-1) ?? 0);
+        if (idle >= ms) return;
+        await new Promise((r) => setTimeout(r, ms - idle));
+      }
+    },
     close: () => { for (const s of sockets) s.destroy(); server.close(); },
   })));
 }

@@ -56,6 +56,37 @@ describe('SotW stream', () => {
     assert.equal(h.sent.length, 1);
   });
 
+  test('EDS (not LDS/CDS): a change sends only the changed assignments, as istiod\'s incremental EDS; a new subscription gets all', () => {
+    const h = harness((s, send, ev) => new SotwStream(s, send, ev));
+    h.snap.set([groupOf('f', [cla('a', 1), cla('b', 2), cla('c', 3)])]);
+    h.stream.onRequest(encodeSotwRequest({ version_info: '', node: NODE, resource_names: ['a', 'b'], type_url: TYPE_URL.endpoint, response_nonce: '' }));
+    const r1 = decodeSotwResponse(h.sent[0]);
+    assert.equal(r1.resources.length, 2);
+    h.stream.onRequest(encodeSotwRequest({ version_info: r1.version_info, resource_names: ['a', 'b'], type_url: TYPE_URL.endpoint, response_nonce: r1.nonce }));
+    h.snap.set([groupOf('f', [cla('a', 10), cla('b', 2), cla('c', 30)])]);
+    assert.equal(h.sent.length, 2, 'c is not subscribed; a changed');
+    const r2 = decodeSotwResponse(h.sent[1]);
+    assert.deepEqual(r2.resources.map((x) => x.value.length > 0), [true]);
+    assert.match(Buffer.from(r2.resources[0].value).toString('latin1'), /\ba\b/, 'the one resource sent is a');
+    assert.notEqual(r2.version_info, r1.version_info);
+    h.stream.onRequest(encodeSotwRequest({ version_info: r2.version_info, resource_names: ['a', 'b'], type_url: TYPE_URL.endpoint, response_nonce: r2.nonce }));
+    h.snap.set([groupOf('f', [cla('a', 10)])]);
+    assert.equal(h.sent.length, 2, 'b left the set: nothing to send (the client keeps what it has, as from a whole set)');
+    h.snap.set([groupOf('f', [cla('a', 10), cla('b', 2)])]);
+    assert.equal(h.sent.length, 3, 'b came back: sent again');
+    assert.equal(decodeSotwResponse(h.sent[2]).resources.length, 1);
+    h.stream.onRequest(encodeSotwRequest({ version_info: decodeSotwResponse(h.sent[2]).version_info, resource_names: ['a', 'b', 'c'], type_url: TYPE_URL.endpoint, response_nonce: decodeSotwResponse(h.sent[2]).nonce }));
+    assert.equal(decodeSotwResponse(h.sent[3]).resources.length, 2, 'a changed subscription gets every name it asks for that exists');
+  });
+
+  test('CDS stays the whole state on every change', () => {
+    const h = harness((s, send, ev) => new SotwStream(s, send, ev));
+    h.snap.set([groupOf('f', [cluster('a'), cluster('b')])]);
+    h.stream.onRequest(encodeSotwRequest({ version_info: '', node: NODE, resource_names: [], type_url: TYPE_URL.cluster, response_nonce: '' }));
+    h.snap.set([groupOf('f', [cluster('a', '5s'), cluster('b')])]);
+    assert.equal(decodeSotwResponse(h.sent[1]).resources.length, 2);
+  });
+
   test('a resuming client that already has the current version gets nothing', () => {
     const h = harness((s, send, ev) => new SotwStream(s, send, ev));
     h.snap.set([groupOf('f', [cluster('a')])]);

@@ -2,6 +2,11 @@
  * One State-of-the-World ADS stream: per type, what the client subscribed to and what
  * we last sent. Responses go out when the subscription or the resources change; stale
  * nonces are ignored; NACKs are recorded and the same version is not re-sent.
+ *
+ * A change of content sends LDS and CDS whole (their responses are the state of the world) but
+ * only the changed resources of the other types, as istiod's incremental EDS does: Envoy keeps
+ * a subscribed endpoint set, route or secret a response leaves out. One endpoint change among
+ * 5,000 services went out as 5,000 assignments, which the proxy decoded again (0.4-0.6 s).
  */
 import { encodeSotwResponse, decodeSotwRequest, DELTA_ONLY, SOTW_FULL_STATE } from '@skua/proxy/xds';
 import { setVersion, type CpResource } from './resources.ts';
@@ -12,6 +17,8 @@ interface TypeSub {
   names: Set<string>;
   sentVersion: string;
   nonce: string;
+  /** Name → version of what the client was sent last (types other than LDS and CDS). */
+  sent: Map<string, string>;
 }
 
 export class SotwStream extends StreamBase {
@@ -34,16 +41,17 @@ export class SotwStream extends StreamBase {
     const names = new Set(req.resource_names);
     const first = !sub;
     // A resuming client says which version it has: only newer content is sent.
-    if (!sub) { sub = { wildcard, names, sentVersion: req.version_info, nonce: '' }; this.subs.set(req.type_url, sub); }
+    if (!sub) { sub = { wildcard, names, sentVersion: req.version_info, nonce: '', sent: new Map() }; this.subs.set(req.type_url, sub); }
     const namesChanged = first || sub.wildcard !== wildcard || !sameSet(sub.names, names);
     sub.wildcard = wildcard;
     sub.names = names;
-    if (namesChanged || req.response_nonce === '') this.push(req.type_url, sub, namesChanged && !first);
+    // A new subscription or a new stream gets everything it asked for.
+    if (namesChanged || req.response_nonce === '') this.push(req.type_url, sub, namesChanged && !first, true);
   }
 
   /** The resources changed: send every type whose content for this client changed. */
   onSnapshot(): void {
-    for (const [typeUrl, sub] of this.subs) this.push(typeUrl, sub, false);
+    for (const [typeUrl, sub] of this.subs) this.push(typeUrl, sub, false, false);
   }
 
   private selected(typeUrl: string, sub: TypeSub): CpResource[] {
@@ -54,16 +62,21 @@ export class SotwStream extends StreamBase {
     return out;
   }
 
-  private push(typeUrl: string, sub: TypeSub, force: boolean): void {
+  private push(typeUrl: string, sub: TypeSub, force: boolean, whole: boolean): void {
     const list = this.selected(typeUrl, sub);
     const version = setVersion(list);
     if (!force && version === sub.sentVersion) return;
+    const full = SOTW_FULL_STATE.has(typeUrl);
     // Named types with nothing to say: Envoy waits (an empty response would not remove anything).
-    if (!SOTW_FULL_STATE.has(typeUrl) && !sub.wildcard && list.length === 0 && sub.sentVersion === '') return;
+    if (!full && !sub.wildcard && list.length === 0 && sub.sentVersion === '') return;
+    const changed = full || whole ? list : list.filter((r) => sub.sent.get(r.name) !== r.version);
     sub.sentVersion = version;
+    if (!full) sub.sent = new Map(list.map((r) => [r.name, r.version]));
+    // Only resources left the set: nothing to tell (the client keeps them, as it would from the whole set).
+    if (changed.length === 0 && !full && !whole) return;
     sub.nonce = this.nextNonce();
-    this.events.sent(this.nodeId, typeUrl, list.length);
-    this.send(encodeSotwResponse({ version_info: version, resources: list.map((r) => r.any), type_url: typeUrl, nonce: sub.nonce }));
+    this.events.sent(this.nodeId, typeUrl, changed.length);
+    this.send(encodeSotwResponse({ version_info: version, resources: changed.map((r) => r.any), type_url: typeUrl, nonce: sub.nonce }));
   }
 }
 
