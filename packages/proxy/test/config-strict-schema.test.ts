@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Namespace, Type } from 'protobufjs';
 import { envoySchemas } from '../src/config/proto-schema.ts';
-import { xdsRoot, isType } from '../src/xds/protos.ts';
+import { xdsRootComplete, isType } from '../src/xds/protos.ts';
 
 const ROOTS = ['envoy.config', 'envoy.extensions', 'envoy.type', 'udpa.type', 'xds.type', 'stats', 'istio'];
 
@@ -18,7 +18,7 @@ function typesUnder(ns: Namespace, out: Type[]): void {
 }
 
 test('the scanner reads every message protobufjs does, field for field', () => {
-  const root = xdsRoot();
+  const root = xdsRootComplete();
   const schemas = envoySchemas();
   const types: Type[] = [];
   typesUnder(root, types);

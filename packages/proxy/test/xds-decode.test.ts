@@ -5,7 +5,7 @@ import { Msg } from '../src/config/fields.ts';
 import { compileListener } from '../src/listener/config.ts';
 import { decodeResource } from '../src/xds/decode.ts';
 import { encodeResource } from '../src/xds/encode.ts';
-import { xdsRoot } from '../src/xds/protos.ts';
+import { xdsRootComplete } from '../src/xds/protos.ts';
 
 type Json = Record<string, unknown>;
 
@@ -78,7 +78,7 @@ describe('xds decode', () => {
   test('an unknown type URL is a clear error', () => {
     assert.throws(() => decodeResource({ type_url: 'type.googleapis.com/no.such.Thing', value: new Uint8Array(0) }), /unknown type URL type\.googleapis\.com\/no\.such\.Thing/);
     // A nested Any whose type is unknown is reported with its field path.
-    const L = xdsRoot().lookupType('envoy.config.listener.v3.Listener');
+    const L = xdsRootComplete().lookupType('envoy.config.listener.v3.Listener');
     const bytes = L.encode(L.fromObject({ name: 'x', filter_chains: [{ filters: [{ name: 'f', typed_config: { type_url: 'type.googleapis.com/no.such.Inner', value: new Uint8Array([8, 1]) } }] }] })).finish();
     assert.throws(() => decodeResource({ type_url: LISTENER, value: bytes }), /^XdsDecodeError: filter_chains\[0\]\.filters\[0\]\.typed_config: unknown type URL type\.googleapis\.com\/no\.such\.Inner$/);
   });
@@ -93,7 +93,7 @@ describe('xds decode', () => {
 
   test('error paths name map keys and list indexes, also after an earlier error', () => {
     const ROUTE = 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration';
-    const R = xdsRoot().lookupType('envoy.config.route.v3.RouteConfiguration');
+    const R = xdsRootComplete().lookupType('envoy.config.route.v3.RouteConfiguration');
     const inner = { type_url: 'type.googleapis.com/no.such.Inner', value: new Uint8Array([8, 1]) };
     const bad = R.encode(R.fromObject({ name: 'r', virtual_hosts: [{ name: 'a', domains: ['a'] }, { name: 'b', domains: ['*'], typed_per_filter_config: { 'f.x': inner } }] })).finish();
     const expected = /^XdsDecodeError: virtual_hosts\[1\]\.typed_per_filter_config\["f\.x"\]: unknown type URL type\.googleapis\.com\/no\.such\.Inner$/;

@@ -1,8 +1,7 @@
 /**
- * Loads Envoy's data-plane-api .proto files (shipped inside @grpc/grpc-js-xds
- * under deps/, with the xds/udpa, validate and googleapis protos they import)
- * plus Skua's own declarations of Istio's filter configs into one protobufjs
- * Root, once, on first use.
+ * Envoy's data-plane-api .proto files (shipped inside @grpc/grpc-js-xds under deps/,
+ * with the xds/udpa, validate and googleapis protos they import) plus Skua's own
+ * declarations of Istio's filter configs, in one protobufjs Root filled on use.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -62,13 +61,36 @@ export function protoDirs(): { deps: string; ownDir: string; includes: string[];
   return { deps, ownDir, includes, ownFiles };
 }
 
-let cached: Root | undefined;
+/**
+ * The root and how files get into it. Envoy's packages load on first use of one of their types
+ * (packages are directories, as in Envoy's API tree), with what they import: a sidecar uses a
+ * few dozen of the ~470 files, and protobufjs reflection for all of them held ~14 MB of heap for
+ * the process's life (issue 13).
+ */
+interface ProtoState {
+  readonly root: Root;
+  /** Include roots whose package directories load on demand (Envoy's, xDS's). */
+  readonly lazyRoots: readonly string[];
+  readonly canLoad: (target: string) => boolean;
+  readonly triedDirs: Set<string>;
+}
 
-export function xdsRoot(): Root {
-  if (cached) return cached;
+let state: ProtoState | undefined;
+
+function protoState(): ProtoState {
+  if (state) return state;
   const { deps, ownFiles, includes } = protoDirs();
   const root = new protobuf.Root();
-  root.resolvePath = (_origin: string, target: string): string | null => {
+  root.resolvePath = resolverFor(includes);
+  const canLoad = loadableCheck(root);
+  root.loadSync(ownFiles, { keepCase: true });
+  root.resolveAll();
+  state = { root, lazyRoots: [join(deps, 'envoy-api'), join(deps, 'xds')], canLoad, triedDirs: new Set() };
+  return state;
+}
+
+function resolverFor(includes: readonly string[]): (origin: string, target: string) => string | null {
+  return (_origin, target) => {
     if (target.startsWith('/')) return target;
     // protobufjs bundles the well-known types (any, duration, struct, wrappers, ...) by bare name.
     if (target.startsWith('google/protobuf/') && target !== 'google/protobuf/descriptor.proto') return target;
@@ -78,8 +100,14 @@ export function xdsRoot(): Root {
     }
     return target;
   };
-  // A few deprecated extension protos import v2 files the package does not ship: skip those (and
-  // anything importing them) instead of failing the whole load.
+}
+
+/**
+ * A few deprecated extension protos import v2 files the package does not ship: those (and
+ * anything importing them) are skipped instead of failing the whole load. Names are kept as
+ * copies: a slice of an import line would keep its whole .proto text alive.
+ */
+function loadableCheck(root: Root): (target: string) => boolean {
   const loadable = new Map<string, boolean>();
   const canLoad = (target: string): boolean => {
     const known = loadable.get(target);
@@ -90,23 +118,69 @@ export function xdsRoot(): Root {
     if (path === null || !path.startsWith('/')) ok = path !== null && path.startsWith('google/protobuf/');
     else {
       for (const m of readFileSync(path, 'utf8').matchAll(/^\s*import\s+(?:public\s+|weak\s+)?"([^"]+)"/gm)) {
-        if (!canLoad(m[1])) { ok = false; break; }
+        if (!canLoad(copyOf(m[1]))) { ok = false; break; }
       }
     }
     loadable.set(target, ok);
     return ok;
   };
-  const files: string[] = [];
-  for (const [inc, rel] of LOADED_TREES) {
-    const list: string[] = [];
-    protoFiles(join(deps, inc), rel, list);
-    for (const f of list) if (canLoad(f)) files.push(f);
+  return canLoad;
+}
+
+/** A string with storage of its own (V8 copies what it parses). */
+const copyOf = (s: string): string => JSON.parse(JSON.stringify(s)) as string;
+
+function inLoadedTrees(rel: string): boolean {
+  return LOADED_TREES.some(([, tree]) => rel === tree || rel.startsWith(`${tree}/`));
+}
+
+function loadFiles(s: ProtoState, files: readonly string[]): void {
+  const wanted = files.filter((f) => s.canLoad(f));
+  if (wanted.length === 0) return;
+  s.root.loadSync(wanted as string[], { keepCase: true });
+  // Only what was just added is walked (protobufjs marks the namespaces it added to).
+  s.root.resolveAll();
+}
+
+/** Loads the package directory `fullName` belongs to (longest first), until the name is known. */
+function loadPackageOf(s: ProtoState, fullName: string): void {
+  const parts = fullName.split('.');
+  for (let n = parts.length - 1; n > 0; n--) {
+    const rel = parts.slice(0, n).join('/');
+    if (s.triedDirs.has(rel) || !inLoadedTrees(rel)) continue;
+    s.triedDirs.add(rel);
+    for (const base of s.lazyRoots) {
+      const dir = join(base, rel);
+      if (!existsSync(dir)) continue;
+      loadFiles(s, readdirSync(dir).filter((f) => f.endsWith('.proto')).sort().map((f) => `${rel}/${f}`));
+      if (known(s.root, fullName)) return;
+    }
   }
-  for (const f of ownFiles) files.push(f);
-  root.loadSync(files, { keepCase: true });
-  root.resolveAll();
-  cached = root;
-  return root;
+}
+
+function known(root: Root, fullName: string): Type | Enum | null {
+  const found = root.lookup(fullName);
+  return found instanceof protobuf.Type || found instanceof protobuf.Enum ? found : null;
+}
+
+/** A message or enum by full name (`envoy.type.v3.StatusCode`), its package loaded if needed; null when unknown. */
+export function protoLookup(fullName: string): Type | Enum | null {
+  const s = protoState();
+  const hit = known(s.root, fullName);
+  if (hit) return hit;
+  loadPackageOf(s, fullName);
+  return known(s.root, fullName);
+}
+
+/** The root with every file of the loaded trees in it (tests walk all of Envoy's types). */
+export function xdsRootComplete(): Root {
+  const s = protoState();
+  const { deps } = protoDirs();
+  const files: string[] = [];
+  for (const [inc, rel] of LOADED_TREES) protoFiles(join(deps, inc), rel, files);
+  loadFiles(s, files);
+  for (const [, rel] of LOADED_TREES) s.triedDirs.add(rel);
+  return s.root;
 }
 
 const typeCache = new Map<string, Type | null>();
@@ -116,11 +190,8 @@ export function typeForUrl(typeUrl: string): Type | null {
   let t = typeCache.get(typeUrl);
   if (t !== undefined) return t;
   const name = typeUrl.slice(typeUrl.lastIndexOf('/') + 1);
-  t = null;
-  if (name !== '') {
-    const found = xdsRoot().lookup(name);
-    if (found instanceof protobuf.Type) t = found;
-  }
+  const found = name === '' ? null : protoLookup(name);
+  t = found instanceof protobuf.Type ? found : null;
   typeCache.set(typeUrl, t);
   return t;
 }

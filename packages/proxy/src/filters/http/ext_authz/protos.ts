@@ -1,7 +1,7 @@
 import type { Enum, Type } from 'protobufjs';
-import { xdsRoot } from '../../../xds/protos.ts';
+import { isEnum, isType, protoLookup } from '../../../xds/protos.ts';
 
-/** envoy.service.auth.v3 messages, looked up once (the xDS proto root loads on first use). */
+/** envoy.service.auth.v3 messages, looked up once (their package loads on first use). */
 export interface AuthProtos {
   readonly checkRequest: Type;
   readonly checkResponse: Type;
@@ -12,11 +12,10 @@ let cached: AuthProtos | undefined;
 
 export function authProtos(): AuthProtos {
   if (cached) return cached;
-  const root = xdsRoot();
   cached = {
-    checkRequest: root.lookupType('envoy.service.auth.v3.CheckRequest'),
-    checkResponse: root.lookupType('envoy.service.auth.v3.CheckResponse'),
-    struct: root.lookupType('google.protobuf.Struct'),
+    checkRequest: protoType('envoy.service.auth.v3.CheckRequest'),
+    checkResponse: protoType('envoy.service.auth.v3.CheckResponse'),
+    struct: protoType('google.protobuf.Struct'),
   };
   return cached;
 }
@@ -25,6 +24,16 @@ let statusEnum: Enum | undefined;
 
 /** envoy.type.v3.StatusCode by name ("Unauthorized" → 401), undefined when unknown. */
 export function statusCodeByName(name: string): number | undefined {
-  statusEnum ??= xdsRoot().lookupEnum('envoy.type.v3.StatusCode');
+  if (!statusEnum) {
+    const e = protoLookup('envoy.type.v3.StatusCode');
+    if (!isEnum(e)) throw new Error('envoy.type.v3.StatusCode: no such enum in the xDS protos');
+    statusEnum = e;
+  }
   return statusEnum.values[name];
+}
+
+function protoType(name: string): Type {
+  const t = protoLookup(name);
+  if (!isType(t)) throw new Error(`${name}: no such message in the xDS protos`);
+  return t;
 }
