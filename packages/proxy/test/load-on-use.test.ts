@@ -158,3 +158,23 @@ test('the config fuzz target imports every lazily loaded filter module (Jazzer c
   const imported = target.match(/^import '\.\.\/\.\.\/packages\/proxy\/src\/filters\/[^']+';$/gm) ?? [];
   assert.equal(imported.length, HTTP_FILTER_ENTRIES.length + NETWORK_FILTER_ENTRIES.length + NETWORK_TERMINAL_ENTRIES.length);
 });
+
+test("no module imports node:http's ESM namespace, which loads Node's bundled undici and web streams", () => {
+  // Static: a value import from 'node:http' anywhere in the packages' sources (types are erased).
+  const offenders: string[] = [];
+  const walk = (dir: URL): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const u = new URL(e.name + (e.isDirectory() ? '/' : ''), dir);
+      if (e.isDirectory()) walk(u);
+      else if (e.name.endsWith('.ts') && /^import (?!type )[^;]*from 'node:http';/m.test(readFileSync(u, 'utf8'))) offenders.push(u.pathname);
+    }
+  };
+  for (const pkg of ['proxy', 'ztunnel', 'waypoint', 'controlplane']) walk(new URL(`../../${pkg}/src/`, import.meta.url));
+  assert.deepEqual(offenders, [], 'import from src/core/node-http.ts instead');
+  // At run time: the server, admin, pilot-agent and HTTP/1.1 modules together.
+  const script = `
+    for (const m of ['server.ts', 'admin/server.ts', 'agent/run-agent.ts', 'agent/status-server.ts', 'agent/app-probers.ts', 'http/h1/server.ts']) await import(${JSON.stringify(SRC)} + m);
+    process.stdout.write(JSON.stringify(process.moduleLoadList.filter((m) => /deps\\/undici|webstreams/.test(m))));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', cwd: new URL('..', import.meta.url).pathname });
+  assert.deepEqual(JSON.parse(out), []);
+});

@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from '../core/node-http.ts';
 import type { ProxyServer } from '../server.ts';
 import { configDump } from './config-dump.ts';
 import { clustersJson, clustersText } from './clusters.ts';

@@ -3,7 +3,8 @@
  * injector from the pod's prometheus.io/scrape|port|path annotations): 15020's
  * /stats/prometheus appends what the app serves on http://localhost:<port><path>.
  */
-import { request, type IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import { request } from '../core/node-http.ts';
 import { ConfigError } from '../core/errors.ts';
 
 export interface ScrapeTarget {

@@ -6,7 +6,8 @@
  * pod IP from 127.0.0.6 (::6) so the iptables capture lets it through to the app unchanged.
  */
 import { connect as netConnect, isIP, type Socket } from 'node:net';
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { request as httpRequest } from '../core/node-http.ts';
 import { request as httpsRequest } from 'node:https';
 import { connect as h2connect } from 'node:http2';
 import { ConfigError } from '../core/errors.ts';

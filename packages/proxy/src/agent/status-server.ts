@@ -11,7 +11,8 @@
  *  - POST `/quitquitquit` (localhost only): exit without draining, for a job whose work is done;
  *    POST `/drain` (localhost only): start draining the inbound listeners and keep running.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from '../core/node-http.ts';
 import type { ProxyServer } from '../server.ts';
 import { renderPrometheus } from '../stats/prometheus.ts';
 import { probeGrpc, probeHttp, probeTcp, type AppProber, type ProbeResult, type ProbeTarget } from './app-probers.ts';

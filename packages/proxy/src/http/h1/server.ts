@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
-import { STATUS_CODES, type OutgoingHttpHeaders } from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
+import { STATUS_CODES } from '../../core/node-http.ts';
 import { emptyHead, headEnd, headWindow, parseHeadText, serializeHeaders, type Head, type HeadError, type Headers, type UnderscoreAction } from './parse.ts';
 import { readIntoShared, readIntoStream } from './shared-read.ts';
 import { copyOf, H1Exchange } from './h1-exchange.ts';

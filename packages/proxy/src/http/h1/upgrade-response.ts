@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { ChunkedDecoder, headEnd, headWindow, parseHeadText, serializeHeaders, type Head } from './parse.ts';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES } from '../../core/node-http.ts';
 import { endAndLinger } from './linger.ts';
 
 /**

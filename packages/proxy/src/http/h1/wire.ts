@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES } from '../../core/node-http.ts';
 
 /**
  * HTTP/1.1 heads written straight into one Buffer: the byte count is summed
