@@ -1,12 +1,12 @@
 /**
  * collectStartUpGarbage (issue 13): the GC after start-up shrinks V8's young generation back and
- * returns its pages to the system, leaves no gc() on the global, and leaves the compile cache's key
- * as it was (a module loaded afterwards still hits the cache: no type-stripping compiler).
+ * returns its pages to the system, leaves no gc() on the global, flushes the compile cache, and leaves
+ * the cache's key as it was (a module loaded afterwards still hits the cache: no type-stripping compiler).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -52,5 +52,24 @@ test('a module loaded after the GC still hits the compile cache', () => {
     assert.equal(start(false), true, 'the first start strips types (sanity)');
     assert.equal(start(true), false, 'the cache is hit after the GC');
     assert.equal(start(false), false, 'and without it (sanity)');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('the compile cache is flushed: a cold start has written its entries before exit (and Node dropped them from memory)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'skua-heap-flush-'));
+  try {
+    const result = run(`
+      import { enableCompileCache } from 'node:module';
+      import { readdirSync } from 'node:fs';
+      const { directory } = enableCompileCache(${JSON.stringify(dir)});
+      const { collectStartUpGarbage } = await import(${JSON.stringify(HEAP)});
+      await import(${JSON.stringify(new URL('../src/filters/http/cors/config.ts', import.meta.url).href)});
+      const files = () => readdirSync(directory, { recursive: true }).filter((f) => String(f).includes('/')).length;
+      const before = files();
+      collectStartUpGarbage();
+      process.stdout.write(JSON.stringify({ before, after: files() }) + '\\n');`);
+    assert.equal(result.before, 0, 'nothing on disk before (sanity: Node writes at exit)');
+    assert.ok((result.after as number) > 0, `entries written by the flush: ${String(result.after)}`);
+    assert.ok(readdirSync(dir).length > 0);
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
