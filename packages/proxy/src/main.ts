@@ -3,6 +3,7 @@ import { runPilotProxy, runPilotWait } from './agent/commands.ts';
 import { compileBootstrap, loadBootstrapSource, type BootstrapConfig } from './config/bootstrap.ts';
 import { applyLogFlags, log } from './core/log.ts';
 import { explainError } from './core/explain-error.ts';
+import { collectStartUpGarbage } from './core/startup-heap.ts';
 import { ProxyServer, VERSION } from './server.ts';
 import { startWorkers } from './workers.ts';
 
@@ -69,6 +70,7 @@ async function main(argv: string[]): Promise<number> {
   const stop = (): void => { log.info('caught signal, shutting down'); void server.shutdown(0); };
   process.once('SIGTERM', () => { log.info('caught SIGTERM, draining'); void server.drainAndExit(); process.once('SIGTERM', stop); });
   process.once('SIGINT', stop);
+  collectStartUpGarbage();
   return -1;
 }
 

@@ -3,33 +3,15 @@ import type { BootstrapConfig } from './config/bootstrap.ts';
 import { StatsStore } from './stats/store.ts';
 import { ClusterManager } from './upstream/manager.ts';
 import { ListenerManager } from './listener/manager.ts';
-import { DynamicConfig, type ExtraTypeSink } from './xds/dynamic-config.ts';
-import { createRequire } from 'node:module';
+import type { DynamicConfig, ExtraTypeSink } from './xds/dynamic-config.ts';
 import type { AdsClient } from './xds/ads-client.ts';
-import { adsTransport } from './xds/bootstrap-ads.ts';
-import { Msg } from './config/fields.ts';
-import type { XdsRejection, XdsUpdate } from './xds/types.ts';
+import type { XdsUpdate } from './xds/types.ts';
 import { startAdmin } from './admin/server.ts';
 import { log } from './core/log.ts';
 import { setLocalNode } from './core/node.ts';
-import { TYPE_URL } from './xds/discovery.ts';
-import { secrets } from './tls/secrets.ts';
 import { setInternalBufferSize } from './listener/internal.ts';
-import { followerUpdates } from './xds/follower-updates.ts';
-import { TimeSlice } from './core/time-slice.ts';
 import { drainSignals, type DrainStrategy } from './core/drain.ts';
 import { OverloadManager, overloadState } from './core/overload.ts';
-import { setUnknownFieldPolicy } from './xds/decode.ts';
-import { workloadDiscovery } from './telemetry/istio/workload-peers.ts';
-
-const require = createRequire(import.meta.url);
-
-/** istio.workload.BootstrapExtension: every Workload delivered over ADS feeds this thread's peer index. */
-const WORKLOAD_SINK: ExtraTypeSink = {
-  wildcard: true,
-  apply: (name, json) => workloadDiscovery.apply(name, json),
-  remove: (name) => workloadDiscovery.remove(name),
-};
 
 export interface ServerOptions {
   readonly concurrency: number;
@@ -55,8 +37,6 @@ export interface ServerOptions {
   readonly allowUnknownStaticFields?: boolean;
 }
 
-/** Distinct unknown dynamic fields logged once each (bounded: a control plane could send many). */
-const MAX_LOGGED_UNKNOWN = 1000;
 
 /** One /drain_listeners request, as the worker threads receive it. */
 export interface ListenerDrain {
@@ -128,7 +108,8 @@ export class ProxyServer {
     for (const cfg of this.bootstrap.listeners) await this.listeners.addOrUpdate(cfg);
     const admin = this.bootstrap.admin;
     if (admin && this.options.admin) this.admin = await startAdmin(this, admin.address.address, admin.address.port);
-    if (this.bootstrap.dynamic) await this.startXds();
+    // The xDS client side (and protobufjs) loads only for a bootstrap with dynamic_resources (issue 13).
+    if (this.bootstrap.dynamic) await (await import('./server-xds.ts')).startXds(this);
     await this.listeners.start();
     this.stats.gauge('cluster_manager.active_clusters').set(this.clusters.size);
     this.state = 'LIVE';
@@ -145,78 +126,6 @@ export class ProxyServer {
       const c = l.config;
       log.info(`listener '${c.name}' ${c.internal ? 'internal' : c.bindToPort ? `on ${c.address.address}:${l.boundPort}` : `for ${c.address.address}:${c.address.port} (bind_to_port false)`}`);
     }
-  }
-
-  /** dynamic_resources: connect ADS and wait for the first CDS/LDS (Envoy's init manager). */
-  private async startXds(): Promise<void> {
-    const dr = this.bootstrap.dynamic!;
-    const dynamic = new DynamicConfig(this.clusters, this.listeners,
-      new Set(this.bootstrap.clusters.map((c) => c.name)), new Set(this.bootstrap.listeners.map((l) => l.name)));
-    dynamic.gauges = (name, value) => this.stats.gauge(name).set(value);
-    dynamic.counters = (name) => this.stats.counter(name).inc();
-    this.dynamic = dynamic;
-    // Workers get every secret from the main thread's store (workers.ts), ADS-pushed ones included;
-    // they time no fetches and bind no probes: the main thread decides and forwards.
-    // Workers apply the forwarded Workload updates too: each thread's peer lookups read its own index.
-    if (this.bootstrap.extensions.workloadDiscovery) dynamic.setSink(TYPE_URL.workload, WORKLOAD_SINK);
-    if (this.options.xdsFollower) { dynamic.fetchTimers.enabled = false; dynamic.retainConfig = false; return; }
-    dynamic.recordClusterChanges = this.onXdsUpdate !== undefined;
-    this.applyUnknownFieldPolicy();
-    dynamic.setSink(TYPE_URL.secret, { apply: (name, json) => { secrets.update(name, json); }, remove: (name) => secrets.remove(name) });
-    for (const [typeUrl, sink] of this.options.xdsSinks ?? []) dynamic.setSink(typeUrl, sink);
-    dynamic.bindCheck = (config) => this.listeners.checkBind(config);
-    dynamic.onFetchTimeout = (key) => this.onFetchTimeout?.(key);
-    const cluster = this.bootstrap.clusters.find((c) => c.name === dr.clusterName)!;
-    const transport = adsTransport(new Msg(cluster.source, `static_resources.clusters[${cluster.name}]`), dr.authority);
-    const node = this.bootstrap.source.node as Record<string, unknown> | undefined ?? {};
-    // The ADS client (and grpc-js) loads only for a bootstrap with dynamic_resources (issue 13).
-    const { AdsClient } = require('./xds/ads-client.ts') as typeof import('./xds/ads-client.ts');
-    const ads = new AdsClient({
-      target: transport.target, credentials: transport.credentials, authority: transport.authority,
-      headers: () => ({ ...dr.initialMetadata, ...this.options.xdsHeaders?.() }),
-      node: { user_agent_name: 'envoy', user_agent_version: `skua-${VERSION}`, ...node }, delta: dr.delta,
-    }, {
-      interest: (typeUrl) => dynamic.interest(typeUrl),
-      apply: async (update) => {
-        const rejections = await dynamic.apply(update);
-        if (this.onXdsUpdate) await this.forward(update, rejections, dynamic);
-        return rejections;
-      },
-    }, this.stats);
-    this.ads = ads;
-    dynamic.interestChanged = () => ads.resubscribe();
-    ads.start();
-    dynamic.startInitialFetch(dr.cdsInitialFetchTimeoutMs, dr.ldsInitialFetchTimeoutMs);
-    await dynamic.initialized;
-  }
-
-  /** Hands an applied update to the workers (CDS / EDS as what changed, in chunks: follower-updates.ts) and waits for them. */
-  private async forward(update: XdsUpdate, rejections: readonly XdsRejection[], dynamic: DynamicConfig): Promise<void> {
-    if (update.typeUrl !== TYPE_URL.cluster && update.typeUrl !== TYPE_URL.endpoint) { await this.onXdsUpdate?.(asApplied(update, rejections)); return; }
-    const slice = new TimeSlice();
-    let applied: Promise<void> | undefined;
-    for (const part of followerUpdates(update, dynamic)) {
-      if (slice.due) await slice.next();
-      // Workers apply in order: the last part done means all are.
-      applied = this.onXdsUpdate?.(part);
-    }
-    await applied;
-  }
-
-  /** Envoy's dynamic validation visitor: count every unknown field, log each distinct one once. */
-  private applyUnknownFieldPolicy(): void {
-    const counter = this.stats.counter('server.dynamic_unknown_fields');
-    const logged = new Set<string>();
-    setUnknownFieldPolicy({
-      mode: this.options.unknownDynamicFields ?? 'warn',
-      onUnknown: (path, typeName, number) => {
-        counter.inc();
-        const key = `${typeName}#${number}`;
-        if (logged.has(key) || logged.size >= MAX_LOGGED_UNKNOWN) return;
-        logged.add(key);
-        log.warn(`xDS: unknown field number ${number} of ${typeName}${path ? ` at ${path}` : ''} (ignored; --reject-unknown-dynamic-fields rejects it)`);
-      },
-    });
   }
 
   get adminPort(): number {
@@ -307,18 +216,6 @@ export class ProxyServer {
     this.clusters.closeAll();
     this.admin?.close();
   }
-}
-
-/**
- * An update as the main thread applied it, for the workers: what it refused (a listener that
- * could not bind, ...) is refused there too, so every thread serves the same config.
- */
-function asApplied(u: XdsUpdate, rejections: readonly XdsRejection[]): XdsUpdate {
-  const known = new Set((u.refused ?? []).map((r) => r.name));
-  const extra = rejections.filter((r) => !known.has(r.name));
-  if (extra.length === 0) return u;
-  const names = new Set(extra.map((r) => r.name));
-  return { ...u, resources: u.resources.filter((r) => !names.has(r.name)), refused: [...(u.refused ?? []), ...extra] };
 }
 
 /** How often a drain re-checks connections: a twentieth of the drain time, within 50 ms .. 1 s. */

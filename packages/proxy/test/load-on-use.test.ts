@@ -1,8 +1,9 @@
 /**
  * Load on use (issue 13: an idle proxy holds only what its config uses): the filter registries load a
  * filter's module only when a config names it, and their keys agree with the modules they load; a
- * static skua-proxy loads neither gRPC (ADS, ext_authz) nor pilot-agent's parts (prom-client); once its
- * compile cache is warm, it does not load type stripping's compiler (amaro).
+ * static skua-proxy loads neither gRPC (ADS, ext_authz), the xDS decoders and protobufjs, nor
+ * pilot-agent's parts (prom-client); once its compile cache is warm, it does not load type
+ * stripping's compiler (amaro).
  */
 import { test } from 'node:test';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -117,7 +118,7 @@ test('a config naming a filter loads that filter and not the others', () => {
   assert.deepEqual(loaded.filter((u) => u.startsWith('filters/http/ext_authz/') || u.startsWith('filters/http/jwt_authn/')), []);
 });
 
-test('skua-proxy over a static bootstrap loads no gRPC, ADS client or pilot-agent module', () => {
+test('skua-proxy over a static bootstrap loads no gRPC, ADS client, xDS decoder, protobufjs or pilot-agent module', () => {
   const hook = `import { registerHooks } from 'node:module';
     const loaded = [];
     registerHooks({ load(url, ctx, next) { loaded.push(url); return next(url, ctx); } });
@@ -130,7 +131,11 @@ test('skua-proxy over a static bootstrap loads no gRPC, ADS client or pilot-agen
   assert.ok(line, run.stderr);
   const loaded = JSON.parse(line.slice('LOADED '.length)) as string[];
   assert.ok(loaded.some((u) => u.endsWith('/src/server.ts')), 'the server module is loaded (sanity)');
-  for (const part of ['@grpc/grpc-js', 'prom-client', '/src/xds/ads-client.ts', '/src/agent/run-agent.ts']) {
+  assert.ok(loaded.some((u) => u.endsWith('/src/config/proto-schema.ts')), 'the field-name check is loaded (sanity)');
+  // protobufjs/src/common.js (its well-known types, no dependencies) is the one file of protobufjs it reads.
+  for (const part of ['@grpc/grpc-js', 'prom-client', '/src/xds/ads-client.ts', '/src/agent/run-agent.ts', '/src/server-xds.ts',
+    '/src/xds/dynamic-config.ts', '/src/xds/discovery.ts', '/src/xds/decode.ts', '/src/xds/protos.ts', '/src/config/schema-protobufjs.ts',
+    'protobufjs/index.js', 'protobufjs/src/index-minimal.js', '/long/']) {
     assert.deepEqual(loaded.filter((u) => u.includes(part)), [], `${part} not loaded`);
   }
 });

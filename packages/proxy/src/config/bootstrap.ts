@@ -1,5 +1,6 @@
 import { explainError } from '../core/explain-error.ts';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { LocalNode } from '../core/node.ts';
 import { parse as parseYaml } from 'yaml';
 import { Msg } from './fields.ts';
@@ -11,11 +12,12 @@ import { compileCluster, type ClusterConfig } from '../upstream/cluster-config.t
 import { readDynamicResources, type DynamicResources } from '../xds/bootstrap-ads.ts';
 import { compileBootstrapExtensions, type BootstrapExtensions } from './bootstrap-extensions.ts';
 import { compileOverload, type OverloadConfig } from '../core/overload-config.ts';
-import { checkMessage, rejectUnknown, unknownFieldMessage, type UnknownField } from './strict.ts';
+import { checkMessage, rejectUnknown, unknownFieldMessage, type MessageSchema, type UnknownField } from './strict.ts';
 import { envoySchemas } from './proto-schema.ts';
-import { schemaForUrl } from './schema-protobufjs.ts';
 import { log } from '../core/log.ts';
 import { compileStatsOptions, type StatsOptions } from '../stats/matcher.ts';
+
+const require = createRequire(import.meta.url);
 
 /** Top-level Bootstrap fields: handled, accepted as no-ops for a static proxy, or refused. */
 const ACCEPTED = new Set(['node', 'static_resources', 'admin', 'layered_runtime', 'stats_config', 'stats_flush_interval',
@@ -147,9 +149,11 @@ function checkBootstrapFields(given: Record<string, unknown>, mode: 'reject' | '
   if (mode === 'skip') return { raw: given, unknownFields: [] };
   const raw = mode === 'warn' ? structuredClone(given) : given;
   // A dynamic bootstrap's ADS client loads every descriptor (protobufjs) anyway: use them; a
-  // static one reads names only, from the packages the bootstrap uses.
-  let typeForUrl = schemaForUrl;
-  if (!raw.dynamic_resources) {
+  // static one reads names only, from the packages the bootstrap uses, and never loads protobufjs.
+  let typeForUrl: (url: string) => MessageSchema | null;
+  if (raw.dynamic_resources) {
+    typeForUrl = (require('./schema-protobufjs.ts') as typeof import('./schema-protobufjs.ts')).schemaForUrl;
+  } else {
     const schemas = envoySchemas();
     typeForUrl = (url) => schemas.message(url.slice(url.lastIndexOf('/') + 1));
   }

@@ -8,9 +8,15 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import protobuf from 'protobufjs';
+import { createRequire } from 'node:module';
 import type { FieldSchema, MessageSchema } from './strict.ts';
-import { protoDirs } from '../xds/protos.ts';
+import { protoDirs } from '../xds/proto-dirs.ts';
+
+/**
+ * protobufjs's bundled well-known types (JSON descriptors by file), without the rest of protobufjs
+ * (~45 modules, issue 13): the same object protobufjs exports as `common`.
+ */
+const wellKnownTypes = createRequire(import.meta.url)('protobufjs/src/common.js') as Record<string, { nested?: unknown } | undefined>;
 
 interface RawField { readonly name: string; readonly type: string; readonly map: boolean; readonly repeated: boolean }
 interface RawMessage { readonly scope: string; readonly fields: Map<string, RawField> }
@@ -34,7 +40,7 @@ export class ProtoSchemas {
   constructor(includes: readonly string[], lazyRoots: readonly string[]) {
     this.includes = includes;
     this.lazyRoots = lazyRoots;
-    for (const [file, json] of Object.entries(protobuf.common as unknown as Record<string, { nested?: unknown }>)) {
+    for (const [file, json] of Object.entries(wellKnownTypes)) {
       if (file.startsWith('google/protobuf/') && json && typeof json === 'object') this.addJson('', json.nested);
       this.files.add(file);
     }

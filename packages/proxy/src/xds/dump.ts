@@ -1,7 +1,7 @@
 /** The dynamic sections of /config_dump, shaped like Envoy's admin.v3 *ConfigDump messages. */
 import type { DynamicConfig, ErrorState, TrackedResource } from './dynamic-config.ts';
 import { allRdsRoutes } from '../http/rds.ts';
-import { TYPE_URL } from './discovery.ts';
+import { TYPE_URL } from './type-urls.ts';
 
 type Json = Record<string, unknown>;
 

@@ -15,7 +15,7 @@
  *   not parse or validate it again), none for names no cluster uses.
  */
 import type { DynamicConfig, CompiledAssignment } from './dynamic-config.ts';
-import { TYPE_URL } from './discovery.ts';
+import { TYPE_URL } from './type-urls.ts';
 import type { XdsResource, XdsUpdate } from './types.ts';
 
 type Json = Record<string, unknown>;

@@ -4,13 +4,10 @@
  * declarations of Istio's filter configs, in one protobufjs Root filled on use.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import protobuf from 'protobufjs';
 import type { Enum, Root, Type } from 'protobufjs';
-
-const require = createRequire(import.meta.url);
+import { protoDirs, protoFiles } from './proto-dirs.ts';
 
 /** Directories whose .proto files are all loaded (relative to the include root they live in). */
 const LOADED_TREES: ReadonlyArray<readonly [string, string]> = [
@@ -24,42 +21,6 @@ const LOADED_TREES: ReadonlyArray<readonly [string, string]> = [
   ['xds', 'udpa/type'],
   ['xds', 'xds/type'],
 ];
-
-function depsDir(): string {
-  // The package has no "exports" map, so its main file resolves; deps/ sits at the package root.
-  const main = require.resolve('@grpc/grpc-js-xds');
-  let dir = dirname(main);
-  while (!existsSync(join(dir, 'deps', 'envoy-api'))) {
-    const up = dirname(dir);
-    if (up === dir) throw new Error('@grpc/grpc-js-xds: deps/envoy-api not found');
-    dir = up;
-  }
-  return join(dir, 'deps');
-}
-
-function protoFiles(root: string, rel: string, out: string[]): void {
-  const dir = join(root, rel);
-  if (!existsSync(dir)) return;
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const r = `${rel}/${e.name}`;
-    if (e.isDirectory()) protoFiles(root, r, out);
-    else if (e.name.endsWith('.proto')) out.push(r);
-  }
-}
-
-/** Where the .proto files are: Envoy's and xDS's (deps/), Skua's Istio ones, and the import roots. */
-export function protoDirs(): { deps: string; ownDir: string; includes: string[]; ownFiles: string[] } {
-  const deps = depsDir();
-  const ownDir = join(dirname(fileURLToPath(import.meta.url)), 'proto');
-  const pbjsDir = dirname(require.resolve('protobufjs/package.json'));
-  const includes = [
-    join(deps, 'envoy-api'), join(deps, 'xds'), join(deps, 'googleapis'),
-    join(deps, 'protoc-gen-validate'), ownDir, pbjsDir,
-  ];
-  const ownFiles: string[] = [];
-  protoFiles(ownDir, 'istio', ownFiles);
-  return { deps, ownDir, includes, ownFiles };
-}
 
 /**
  * The root and how files get into it. Envoy's packages load on first use of one of their types
