@@ -3,6 +3,7 @@ import { runPilotProxy, runPilotWait } from './agent/commands.ts';
 import { compileBootstrap, loadBootstrapSource, type BootstrapConfig } from './config/bootstrap.ts';
 import { applyLogFlags, log } from './core/log.ts';
 import { explainError } from './core/explain-error.ts';
+import { trimNativeHeapPeriodically } from './core/native-heap-trim.ts';
 import { collectStartUpGarbage } from './core/startup-heap.ts';
 import { ProxyServer, VERSION } from './server.ts';
 import { startWorkers } from './workers.ts';
@@ -71,6 +72,7 @@ async function main(argv: string[]): Promise<number> {
   process.once('SIGTERM', () => { log.info('caught SIGTERM, draining'); void server.drainAndExit(); process.once('SIGTERM', stop); });
   process.once('SIGINT', stop);
   collectStartUpGarbage();
+  trimNativeHeapPeriodically();
   return -1;
 }
 

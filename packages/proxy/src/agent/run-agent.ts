@@ -26,6 +26,7 @@ import { ConfigError } from '../core/errors.ts';
 import { applyLogFlags, log, setLogLevel } from '../core/log.ts';
 import { ISTIO_JSON_LOG_FORMAT, ISTIO_LOG_FORMAT } from '../core/log-format.ts';
 import { explainError } from '../core/explain-error.ts';
+import { trimNativeHeapPeriodically } from '../core/native-heap-trim.ts';
 import { collectStartUpGarbage } from '../core/startup-heap.ts';
 import { ProxyServer } from '../server.ts';
 import { startWorkers } from '../workers.ts';
@@ -124,6 +125,7 @@ export async function runPilotProxy(argv: readonly string[]): Promise<number> {
   if (settings.concurrency > 1) await startWorkers(server, proxyArgs);
   else await server.start();
   collectStartUpGarbage();
+  trimNativeHeapPeriodically();
   return -1;
 }
 
