@@ -7,7 +7,7 @@ import { socketMatchFor, type ClusterConfig, type EndpointConfig } from './clust
 import { Host } from './host.ts';
 import { HostSet, type LbPolicy } from './lb.ts';
 import { ClusterStats } from './cluster-stats.ts';
-import { CircuitBreakers } from './circuit-breaker.ts';
+import { CircuitBreakers, publishIdleBreakers } from './circuit-breaker.ts';
 import { OutlierDetector, OutlierStats, type UpstreamResultCode } from './outlier.ts';
 import type { StatsStore } from '../stats/store.ts';
 import { logger } from '../core/log.ts';
@@ -39,8 +39,6 @@ export class Cluster {
   readonly stats: ClusterStats;
   /** circuit_breakers, DEFAULT priority: what every request is held to. */
   readonly breakers: CircuitBreakers;
-  /** circuit_breakers, HIGH priority: published as stats only (no route selects HIGH yet). */
-  readonly breakersHigh: CircuitBreakers;
   /** outlier_detection, when configured. */
   readonly outlier: OutlierDetector | undefined;
   hostSet: HostSet;
@@ -57,7 +55,8 @@ export class Cluster {
     this.config = config;
     this.stats = new ClusterStats(store, config.name, config.anyTls);
     this.breakers = new CircuitBreakers(config.limits, this.stats.scope, 'default', config.name);
-    this.breakersHigh = new CircuitBreakers(config.limitsHigh, this.stats.scope, 'high', config.name);
+    // HIGH priority: published as stats only (no route selects HIGH yet, so nothing counts against it).
+    publishIdleBreakers(config.limitsHigh, this.stats.scope, 'high', config.name);
     if (config.outlier) {
       this.outlier = new OutlierDetector(config.outlier, new OutlierStats(this.stats.scope), { onChange: () => this.updateHealthyGauge() });
       this.outlier.start();
@@ -302,7 +301,6 @@ export class Cluster {
     if (this.refreshTimer) clearTimeout(this.refreshTimer);
     this.outlier?.stop();
     this.breakers.detach();
-    this.breakersHigh.detach();
     for (const h of this.byKey.values()) h.closePools();
   }
 }
