@@ -17,10 +17,19 @@ export interface RdsUser {
 /** A route config with no virtual hosts: every request gets 404 NR (RDS not yet delivered or removed). */
 export const EMPTY_ROUTES = new RouteTable(new Msg({}, 'route_config'));
 
+/**
+ * An accepted RouteConfiguration as the config layer keeps it: its bytes when it came over ADS, decoded
+ * again on read (xds/state.ts track()). Its JSON tree was ~1.1 KB per virtual host, kept beside the
+ * compiled tables for config_dump and for listeners that attach later.
+ */
+export interface RouteSource {
+  readonly json: Record<string, unknown>;
+}
+
 export class RdsRoute {
   readonly name: string;
   /** The accepted RouteConfiguration (undefined until the first one arrives, or after removal). */
-  private msg: Msg | undefined;
+  private accepted: RouteSource | undefined;
   version = '';
   lastUpdated = 0;
   private readonly users = new Set<RdsUser>();
@@ -30,11 +39,15 @@ export class RdsRoute {
   }
 
   get ready(): boolean {
-    return this.msg !== undefined;
+    return this.accepted !== undefined;
   }
 
   get source(): Record<string, unknown> | undefined {
-    return this.msg?.raw;
+    return this.accepted?.json;
+  }
+
+  private get msg(): Msg | undefined {
+    return this.accepted && new Msg(this.accepted.json, `route_configuration[${this.name}]`);
   }
 
   /** HCM stat_prefixes naming this route config (recorded when an HCM config compiles). */
@@ -54,27 +67,31 @@ export class RdsRoute {
     return this.users.size > 0;
   }
 
-  /** Compiles `raw` for every user; throws a ConfigError (nothing changed) if any compile fails. */
-  update(raw: Record<string, unknown>, version: string): void {
+  /**
+   * Compiles `raw` for every user; throws a ConfigError (nothing changed) if any compile fails.
+   * `source` gives the same config again later (config_dump, a listener attaching).
+   */
+  update(raw: Record<string, unknown>, version: string, source: RouteSource = { json: raw }): void {
     const msg = new Msg(raw, `route_configuration[${this.name}]`);
     const tables = new Map<RdsUser, RouteTable>();
     if (this.users.size === 0) new RouteTable(msg);
     for (const u of this.users) tables.set(u, new RouteTable(msg, u.compilers));
-    this.msg = msg;
+    this.accepted = source;
     this.version = version;
     this.lastUpdated = Date.now();
     for (const [u, t] of tables) u.onTable(t);
   }
 
   remove(): void {
-    this.msg = undefined;
+    this.accepted = undefined;
     for (const u of this.users) u.onTable(EMPTY_ROUTES);
   }
 
   /** A connection manager starts using this route config: its table now (empty until delivered). */
   attach(user: RdsUser): RouteTable {
     this.users.add(user);
-    return this.msg ? new RouteTable(this.msg, user.compilers) : EMPTY_ROUTES;
+    const msg = this.msg;
+    return msg ? new RouteTable(msg, user.compilers) : EMPTY_ROUTES;
   }
 
   detach(user: RdsUser): void {
