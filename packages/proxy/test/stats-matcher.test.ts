@@ -68,6 +68,20 @@ describe('stats_matcher', () => {
     assert.throws(() => options({ stats_matcher: { inclusion_list: { patterns: [{ bogus: 'x' }] } } }), ConfigError);
   });
 
+  test('a cluster whose traffic stats are all rejected still counts a response code the matcher keeps', () => {
+    const s = storeWith({ stats_matcher: { inclusion_list: { patterns: [{ suffix: 'upstream_rq_503' }] } } });
+    const c = new ClusterStats(s, 'a');
+    assert.equal(s.groups.size, 0, 'nothing kept yet');
+    c.rqTotal.inc();
+    c.codes.record(200);
+    c.codes.record(503);
+    c.codes.record(503);
+    assert.equal(s.find('counters', 'cluster.a.upstream_rq_503')?.value, 2);
+    assert.equal(s.find('counters', 'cluster.a.upstream_rq_200'), undefined);
+    assert.equal(s.find('counters', 'cluster.a.upstream_rq_total'), undefined);
+    assert.equal(s.find('counters', 'cluster.a.upstream_rq_5xx'), undefined);
+  });
+
   test('a released cluster drops only the stats that were kept', () => {
     const s = storeWith({ stats_matcher: { inclusion_list: { patterns: [{ suffix: 'upstream_rq_total' }] } } });
     const c = new ClusterStats(s, 'a');

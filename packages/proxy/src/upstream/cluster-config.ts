@@ -192,13 +192,28 @@ function readLimits(t: Msg | undefined): CircuitBreakerLimits {
     if (t.has('max_connection_pools')) throw t.error('max_connection_pools', 'is not supported yet');
     t.onlyFields(THRESHOLD_FIELDS);
   }
-  return {
+  return sameLimits({
     maxConnections: t?.num('max_connections', 1024) ?? 1024,
     maxPendingRequests: t?.num('max_pending_requests', 1024) ?? 1024,
     maxRequests: t?.num('max_requests', 1024) ?? 1024,
     maxRetries: t?.num('max_retries', 3) ?? 3,
     trackRemaining: t?.bool('track_remaining') ?? false,
-  };
+  });
+}
+
+/**
+ * One frozen object per distinct set of limits: istiod gives every cluster the same two, which were
+ * 256 B of each of 5,000 clusters. Bounded: a proxy sees a handful of distinct ones.
+ */
+const limitsSeen = new Map<string, CircuitBreakerLimits>();
+function sameLimits(l: CircuitBreakerLimits): CircuitBreakerLimits {
+  const key = `${l.maxConnections}/${l.maxPendingRequests}/${l.maxRequests}/${l.maxRetries}/${l.trackRemaining}`;
+  let same = limitsSeen.get(key);
+  if (!same) {
+    same = Object.freeze(l);
+    if (limitsSeen.size < 1024) limitsSeen.set(key, same);
+  }
+  return same;
 }
 
 /** circuit_breakers: one thresholds entry per priority (a repeated priority is an error, as in Envoy). */

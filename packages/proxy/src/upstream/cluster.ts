@@ -285,6 +285,7 @@ export class Cluster {
     this.setHosts(endpoints.map((e) => this.hostFor(e, e.address.address, e.hostname)));
     this.warm = true;
     this.markReady?.();
+    this.markReady = undefined;
   }
 
   /**
