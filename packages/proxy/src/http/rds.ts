@@ -30,6 +30,11 @@ export class RdsRoute {
   readonly name: string;
   /** The accepted RouteConfiguration (undefined until the first one arrives, or after removal). */
   private accepted: RouteSource | undefined;
+  /**
+   * Its table, when it has no typed_per_filter_config: the same for every connection manager, so it
+   * is compiled once for all of them (a mesh's one for 5,000 virtual hosts took ~100 ms each time).
+   */
+  private plain: RouteTable | undefined;
   version = '';
   lastUpdated = 0;
   private readonly users = new Set<RdsUser>();
@@ -74,9 +79,18 @@ export class RdsRoute {
   update(raw: Record<string, unknown>, version: string, source: RouteSource = { json: raw }): void {
     const msg = new Msg(raw, `route_configuration[${this.name}]`);
     const tables = new Map<RdsUser, RouteTable>();
-    if (this.users.size === 0) new RouteTable(msg);
-    for (const u of this.users) tables.set(u, new RouteTable(msg, u.compilers));
+    let plain: RouteTable | undefined;
+    const compile = (compilers: PerFilterCompilers | undefined): RouteTable => {
+      if (plain) return plain;
+      const t = new RouteTable(msg, compilers);
+      if (!t.hasPerFilterConfig) plain = t;
+      return t;
+    };
+    // With no user yet, compiled to check it (and kept, if any user may share it: they attach next).
+    if (this.users.size === 0) compile(undefined);
+    for (const u of this.users) tables.set(u, compile(u.compilers));
     this.accepted = source;
+    this.plain = plain;
     this.version = version;
     this.lastUpdated = Date.now();
     for (const [u, t] of tables) u.onTable(t);
@@ -84,12 +98,14 @@ export class RdsRoute {
 
   remove(): void {
     this.accepted = undefined;
+    this.plain = undefined;
     for (const u of this.users) u.onTable(EMPTY_ROUTES);
   }
 
   /** A connection manager starts using this route config: its table now (empty until delivered). */
   attach(user: RdsUser): RouteTable {
     this.users.add(user);
+    if (this.plain) return this.plain;
     const msg = this.msg;
     return msg ? new RouteTable(msg, user.compilers) : EMPTY_ROUTES;
   }

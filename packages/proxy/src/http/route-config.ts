@@ -78,27 +78,37 @@ export class RouteTable {
   private readonly suffixes: Array<[string, VirtualHost]> = [];
   private readonly prefixes: Array<[string, VirtualHost]> = [];
   private fallback: VirtualHost | undefined;
+  /**
+   * Whether any typed_per_filter_config was compiled: without any, the table is the same whatever
+   * the connection manager's filters, and one table serves every manager using the route config.
+   */
+  readonly hasPerFilterConfig: boolean;
 
   /** `filters`: per-filter compilers for typed_per_filter_config, keyed by http_filters name. */
   constructor(m: Msg, filters?: PerFilterCompilers) {
     this.name = m.str('name');
     this.requestHeaders = compileHeaderOps(m, 'request');
     this.responseHeaders = compileHeaderOps(m, 'response');
-    this.perFilter = compilePerFilterConfig(m, filters);
-    const seen = new Set<string>();
-    const shared = { retryPolicy: new RetryPolicies() };
+    const shared: SharedParts = { retryPolicy: new RetryPolicies(), perFilterConfig: false };
+    this.perFilter = perFilterConfig(m, filters, shared);
+    // Wildcard domains, to find a repeated one (exact ones are found in `exact` itself).
+    const wildcards = new Set<string>();
     for (const vm of m.list('virtual_hosts')) {
       const vh = compileVirtualHost(vm, filters, shared);
-      for (const [i, raw] of vm.strList('domains').entries()) {
+      const domains = vm.strList('domains');
+      for (let i = 0; i < domains.length; i++) {
+        const raw = domains[i];
         const d = raw.toLowerCase();
-        if (seen.has(d)) throw vm.error(`domains[${i}]`, `domain ${JSON.stringify(raw)} is used by more than one virtual host`);
-        seen.add(d);
+        const wildcard = d.charCodeAt(0) === 42 /* * */ || d.charCodeAt(d.length - 1) === 42;
+        if (wildcard ? wildcards.has(d) : this.exact.has(d)) throw vm.error(`domains[${i}]`, `domain ${JSON.stringify(raw)} is used by more than one virtual host`);
+        if (!wildcard) { this.exact.set(d, vh); continue; }
+        wildcards.add(d);
         if (d === '*') this.fallback = vh;
         else if (d.startsWith('*')) this.suffixes.push([d.slice(1), vh]);
-        else if (d.endsWith('*')) this.prefixes.push([d.slice(0, -1), vh]);
-        else this.exact.set(d, vh);
+        else this.prefixes.push([d.slice(0, -1), vh]);
       }
     }
+    this.hasPerFilterConfig = shared.perFilterConfig;
     // Longest wildcard wins (Envoy).
     this.suffixes.sort((a, b) => b[0].length - a[0].length);
     this.prefixes.sort((a, b) => b[0].length - a[0].length);
@@ -135,8 +145,13 @@ function hasUpper(s: string): boolean {
   return false;
 }
 
-/** What routes of one table share when they compile alike. */
-interface SharedParts { readonly retryPolicy: RetryPolicies }
+/** What routes of one table share when they compile alike, and what the table notes while compiling. */
+interface SharedParts { readonly retryPolicy: RetryPolicies; perFilterConfig: boolean }
+
+function perFilterConfig(m: Msg, filters: PerFilterCompilers | undefined, shared: SharedParts): ReadonlyMap<string, unknown> | undefined {
+  if (m.has('typed_per_filter_config')) shared.perFilterConfig = true;
+  return compilePerFilterConfig(m, filters);
+}
 
 function compileVirtualHost(m: Msg, filters: PerFilterCompilers | undefined, shared: SharedParts): VirtualHost {
   for (const f of ['require_tls', 'virtual_clusters', 'rate_limits', 'cors', 'hedge_policy', 'request_mirror_policies', 'retry_policy_typed_config']) {
@@ -148,7 +163,7 @@ function compileVirtualHost(m: Msg, filters: PerFilterCompilers | undefined, sha
     routes: m.list('routes').map((r) => compileRoute(r, filters, shared)),
     requestHeaders: compileHeaderOps(m, 'request'),
     responseHeaders: compileHeaderOps(m, 'response'),
-    perFilter: compilePerFilterConfig(m, filters),
+    perFilter: perFilterConfig(m, filters, shared),
     retryPolicy: m.has('retry_policy') ? shared.retryPolicy.get(m.requiredMsg('retry_policy')) : undefined,
     includeAttemptCount: m.bool('include_request_attempt_count') || m.bool('include_attempt_count_in_response'),
   };
@@ -176,7 +191,7 @@ function compileRoute(m: Msg, filters: PerFilterCompilers | undefined, shared: S
     action,
     requestHeaders: compileHeaderOps(m, 'request'),
     responseHeaders: compileHeaderOps(m, 'response'),
-    perFilter: compilePerFilterConfig(m, filters),
+    perFilter: perFilterConfig(m, filters, shared),
   };
 }
 
