@@ -5,9 +5,10 @@
  * scenario reads it) and 3 s later, V8 heap used (admin
  * /memory), each minus a static-bootstrap proxy's started just before. Medians over --rounds.
  *   node bench/tools/xds-profile.ts [--ref main,WORKTREE] [--rounds 3] [--services 5000] [--sotw]
- *        [--all-stats] [--node-args "--cpu-prof"] [--snapshot] [--out DIR]
+ *        [--all-stats] [--node-args "--cpu-prof"] [--snapshot] [--out DIR] [--hold S]
  * --snapshot adds --heapsnapshot-signal=SIGUSR2 and writes one heap snapshot per build and round once
- * ready (summarise with tools/heapsnapshot-top.ts); --cpu-prof files land in DIR when the proxy exits.
+ * ready (summarise with tools/heapsnapshot-top.ts); --cpu-prof files land in DIR when the proxy exits;
+ * --hold keeps each ADS proxy up S s more (its pid is printed: /proc/PID/smaps).
  * Each ADS proxy's output goes to DIR/<ref>-<round>.log (for --node-args=--trace-gc). Every process is stopped by PID.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -26,7 +27,7 @@ import { adsBootstrap } from '../scenarios/xds.ts';
 const { values } = parseArgs({ options: {
   ref: { type: 'string', default: 'WORKTREE' }, rounds: { type: 'string', default: '3' }, services: { type: 'string', default: '5000' },
   sotw: { type: 'boolean', default: false }, 'all-stats': { type: 'boolean', default: false }, 'node-args': { type: 'string', default: '' },
-  snapshot: { type: 'boolean', default: false }, out: { type: 'string', default: '' },
+  snapshot: { type: 'boolean', default: false }, out: { type: 'string', default: '' }, hold: { type: 'string', default: '0' },
 } });
 const services = Number(values.services);
 const out = path.resolve(values.out || mkdtempSync(path.join(os.tmpdir(), 'xds-profile-out-')));
@@ -115,6 +116,10 @@ async function main(): Promise<void> {
         rss3sMb: rssMb(p.proc.pid), rssAnonMb: rssAnonMb(p.proc.pid), heapGrowthMb: (await heapMb(adminPort)).used - baseHeap, heapTotalMb: (await heapMb(adminPort)).total,
       };
       if (values.snapshot) console.log(`snapshot: ${await snapshot(p.proc, `${b.ref}-${round}:${adminPort}`)}`);
+      if (Number(values.hold) > 0) {
+        console.log(`holding pid ${p.proc.pid} (admin port ${adminPort}) for ${values.hold} s`);
+        await sleep(Number(values.hold) * 1000);
+      }
       await stopProcess(p.proc, 10_000);
       console.log(`${b.ref} round ${round}: ${Object.entries(m).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}  load ${os.loadavg()[0].toFixed(2)}`);
       const row = rows.get(b.ref) ?? {};

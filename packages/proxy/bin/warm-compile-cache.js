@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Fills Node's compile cache with every module skua-proxy can load, so that the first start already
 // finds it warm and never loads type stripping's compiler (~20 MB anonymous memory for the life of the
-// process, issue 13). A pod starts from an empty /tmp, so the image runs this at build time.
+// process, issue 13), and keeps the parsed xDS proto Root beside it (src/xds/proto-cache.ts). A pod
+// starts from an empty /tmp, so the image runs this at build time.
 //   warm-compile-cache.js [DIR]     (default: $NODE_COMPILE_CACHE, else Node's default directory)
 // Node keys the cache directory by uid: run it as the user the proxy runs as.
 import { execFileSync } from 'node:child_process';
@@ -29,6 +30,8 @@ if (process.argv[2] === '--load') {
     for (const f of modules()) {
       try { await import(new URL(f, SRC).href); } catch (err) { process.stderr.write(`warm-compile-cache: ${f}: ${err.message}\n`); }
     }
+    // The xDS proto Root, parsed once and kept beside the compile cache (src/xds/proto-cache.ts).
+    try { (await import(new URL('xds/protos.ts', SRC).href)).xdsRoot(); } catch (err) { process.stderr.write(`warm-compile-cache: xDS protos: ${err.message}\n`); }
   } else {
     const require = createRequire(import.meta.url);
     for (const f of modules()) {

@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 import type { Enum, Root, Type } from 'protobufjs';
+import { cachedRootFile, readCachedRoot, writeCachedRoot } from './proto-cache.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -66,7 +67,17 @@ let cached: Root | undefined;
 
 export function xdsRoot(): Root {
   if (cached) return cached;
-  const { deps, ownFiles, includes } = protoDirs();
+  const dirs = protoDirs();
+  const file = cachedRootFile(dirs.ownDir, dirs.ownFiles, LOADED_TREES);
+  const kept = file ? readCachedRoot(file) : undefined;
+  if (kept) return (cached = kept);
+  cached = parseRoot(dirs);
+  if (file) writeCachedRoot(file, cached);
+  return cached;
+}
+
+/** The Root from the .proto files themselves (what proto-cache.ts keeps). */
+export function parseRoot({ deps, ownFiles, includes }: ReturnType<typeof protoDirs>): Root {
   const root = new protobuf.Root();
   root.resolvePath = (_origin: string, target: string): string | null => {
     if (target.startsWith('/')) return target;
@@ -105,7 +116,6 @@ export function xdsRoot(): Root {
   for (const f of ownFiles) files.push(f);
   root.loadSync(files, { keepCase: true });
   root.resolveAll();
-  cached = root;
   return root;
 }
 
