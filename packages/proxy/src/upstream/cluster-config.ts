@@ -144,7 +144,8 @@ export function compileCluster(m: Msg, keepSource = true): ClusterConfig {
   const localityLb = readLocalityLb(m);
   const internalUpstream = readInternalUpstream(m.msg('transport_socket'));
   const tls = internalUpstream ? undefined : readTransportSocket(m.msg('transport_socket'));
-  const socketMatches = m.list('transport_socket_matches').map((t) => ({
+  const socketMatchList = m.list('transport_socket_matches');
+  const socketMatches = socketMatchList.length === 0 ? NONE : socketMatchList.map((t) => ({
     name: t.requiredStr('name'),
     match: (t.msg('match')?.raw ?? {}) as Record<string, unknown>,
     tls: readTransportSocket(t.requiredMsg('transport_socket')),
@@ -154,7 +155,7 @@ export function compileCluster(m: Msg, keepSource = true): ClusterConfig {
     type,
     lbPolicy,
     connectTimeoutMs: m.durationMs('connect_timeout', 5000),
-    endpoints: checkInternalEndpoints(m, type === 'EDS' ? [] : readEndpoints(m, type), tls !== undefined || socketMatches.length > 0, protocol.protocol),
+    endpoints: type === 'EDS' ? NONE : checkInternalEndpoints(m, readEndpoints(m, type), tls !== undefined || socketMatches.length > 0, protocol.protocol),
     edsServiceName,
     dnsFamily: m.enumOf('dns_lookup_family', DNS_FAMILIES),
     dnsRefreshMs: m.durationMs('dns_refresh_rate', 5000),
@@ -182,6 +183,9 @@ export function compileCluster(m: Msg, keepSource = true): ClusterConfig {
     source: keepSource ? m.raw : undefined,
   };
 }
+
+/** The empty lists most clusters have (EDS: no inline endpoints), shared: a config is never changed. */
+const NONE: readonly never[] = Object.freeze([]);
 
 const PRIORITIES = ['DEFAULT', 'HIGH'] as const;
 const THRESHOLD_FIELDS = ['priority', 'max_connections', 'max_pending_requests', 'max_requests', 'max_retries', 'track_remaining'];

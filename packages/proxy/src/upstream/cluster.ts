@@ -95,7 +95,7 @@ export class Cluster {
 
   private setHosts(hosts: Host[]): void {
     const keep = new Set<Host>();
-    const next: Host[] = [];
+    const all: Host[] = [];
     for (const h of hosts) {
       const key = `${h.hostPort}|${h.priority}|${h.weight}|${h.tls ? this.config.socketMatches.findIndex((t) => t.tls === h.tls) : -2}`;
       const existing = this.byKey.get(key);
@@ -103,8 +103,10 @@ export class Cluster {
       if (!existing) this.byKey.set(key, h);
       host.edsHealthy = h.edsHealthy;
       keep.add(host);
-      next.push(host);
+      all.push(host);
     }
+    // Kept for the cluster's life: an exact-size copy (a list grown by push holds room for 17 hosts).
+    const next = all.slice();
     for (const [key, host] of this.byKey) {
       if (!keep.has(host)) { this.byKey.delete(key); host.closePools(); }
     }
