@@ -5,7 +5,8 @@
  * scenario reads it) and 3 s later, V8 heap used (admin
  * /memory), each minus a static-bootstrap proxy's started just before. Medians over --rounds.
  *   node bench/tools/xds-profile.ts [--ref main,WORKTREE] [--rounds 3] [--services 5000] [--sotw]
- *        [--all-stats] [--node-args "--cpu-prof"] [--snapshot] [--out DIR] [--hold S]
+ *        [--all-stats] [--mtls] [--node-args "--cpu-prof"] [--snapshot] [--out DIR] [--hold S]
+ * --mtls gives every cluster Istio's ISTIO_MUTUAL transport_socket_matches (the scenario has none).
  * --snapshot adds --heapsnapshot-signal=SIGUSR2 and writes one heap snapshot per build and round once
  * ready (summarise with tools/heapsnapshot-top.ts); --cpu-prof files land in DIR when the proxy exits;
  * --hold keeps each ADS proxy up S s more (its pid is printed: /proc/PID/smaps).
@@ -28,6 +29,7 @@ const { values } = parseArgs({ options: {
   ref: { type: 'string', default: 'WORKTREE' }, rounds: { type: 'string', default: '3' }, services: { type: 'string', default: '5000' },
   sotw: { type: 'boolean', default: false }, 'all-stats': { type: 'boolean', default: false }, 'node-args': { type: 'string', default: '' },
   snapshot: { type: 'boolean', default: false }, out: { type: 'string', default: '' }, hold: { type: 'string', default: '0' },
+  mtls: { type: 'boolean', default: false },
 } });
 const services = Number(values.services);
 const out = path.resolve(values.out || mkdtempSync(path.join(os.tmpdir(), 'xds-profile-out-')));
@@ -90,7 +92,7 @@ async function main(): Promise<void> {
   const cpDir = path.join(tmp, 'cp');
   mkdirSync(cpDir);
   const listenPort = await freePort();
-  const res = meshResources(services, listenPort, await freePort());
+  const res = meshResources(services, listenPort, await freePort(), { mtls: values.mtls });
   for (const [k, list] of Object.entries(res)) writeFileSync(path.join(cpDir, `${k}.json`), JSON.stringify({ resources: list }));
   const cpPort = await freePort();
   const cp = startProcess('skua-controlplane', process.execPath, [path.join(REPO_ROOT, 'packages/controlplane/src/main.ts'), '--config-dir', cpDir, '--xds-address', `${HOST}:${cpPort}`], { cwd: REPO_ROOT });
@@ -128,7 +130,7 @@ async function main(): Promise<void> {
     }
   }
   await stopProcess(cp);
-  console.log(`medians (${services} services, ${values.sotw ? 'SotW' : 'Delta'}${values['all-stats'] ? ', every stat' : ''}):`);
+  console.log(`medians (${services} services, ${values.sotw ? 'SotW' : 'Delta'}${values['all-stats'] ? ', every stat' : ''}${values.mtls ? ', ISTIO_MUTUAL clusters' : ''}):`);
   for (const [ref, row] of rows) console.log(`  ${ref.padEnd(12)} ${Object.entries(row).map(([k, v]) => `${k} ${median(v).toFixed(1)}`).join(', ')}`);
   if (existsSync(out)) console.log(`output: ${out}`);
 }

@@ -82,6 +82,25 @@ describe('stats_matcher', () => {
     assert.equal(s.find('counters', 'cluster.a.upstream_rq_5xx'), undefined);
   });
 
+  test('TLS clusters: ssl.* and <match>.total_match_count count when kept; rejected ones stay null stats', () => {
+    const kept = storeWith({ stats_matcher: { inclusion_list: { patterns: [{ suffix: 'ssl.handshake' }, { suffix: 'total_match_count' }] } } });
+    const a = new ClusterStats(kept, 'a', true);
+    a.ssl!.handshake.inc();
+    a.matchCount('tlsMode-istio').inc();
+    a.matchCount('tlsMode-istio').inc();
+    assert.equal(kept.find('counters', 'cluster.a.ssl.handshake')?.value, 1);
+    assert.equal(kept.find('counters', 'cluster.a.tlsMode-istio.total_match_count')?.value, 2);
+    assert.equal(kept.find('counters', 'cluster.a.ssl.connection_error'), undefined);
+    const istio = storeWith(ISTIO);
+    const b = new ClusterStats(istio, 'outbound|80||b.default.svc.cluster.local', true);
+    const c = new ClusterStats(istio, 'outbound|80||c.default.svc.cluster.local', true);
+    b.ssl!.handshake.inc();
+    b.matchCount('tlsMode-istio').inc();
+    assert.equal(b.ssl!.handshake.value, 0);
+    assert.equal(b.ssl, c.ssl, 'all-null ssl stats: one shared set');
+    assert.equal(istio.groups.size, 0, 'nothing kept');
+  });
+
   test('a released cluster drops only the stats that were kept', () => {
     const s = storeWith({ stats_matcher: { inclusion_list: { patterns: [{ suffix: 'upstream_rq_total' }] } } });
     const c = new ClusterStats(s, 'a');

@@ -77,7 +77,7 @@ export class ClusterStats {
   constructor(store: StatsStore, name: string, tls = false) {
     const p = store.scope('cluster', 'envoy_cluster_name', name);
     this.scope = p;
-    this.ssl = tls ? new SslStats(p, 'client') : undefined;
+    this.ssl = tls ? clientSslStats(p) : undefined;
     this.dnsFailure = p.counter('update_failure');
     this.membershipTotal = p.gauge('membership_total');
     this.membershipHealthy = p.gauge('membership_healthy');
@@ -119,9 +119,20 @@ export class ClusterStats {
 
   /** `<match name>.total_match_count`: endpoints given that transport socket ('default' = the cluster's). */
   matchCount(matchName: string): Counter {
-    const counts = (this.matchCounts ??= new Map());
-    let c = counts.get(matchName);
-    if (!c) { c = this.scope.counter(`${matchName}.total_match_count`); counts.set(matchName, c); }
+    let c = this.matchCounts?.get(matchName);
+    if (!c) {
+      c = this.scope.counter(`${matchName}.total_match_count`);
+      // A rejected one (a null stat) is not kept: asked again, it is rejected again.
+      if (!isNullStat(c)) (this.matchCounts ??= new Map()).set(matchName, c);
+    }
     return c;
   }
+}
+
+/** ssl.* counters that a stats_matcher rejects all of (Istio's) are null stats: one shared set of them. */
+let nullClientSsl: SslStats | undefined;
+function clientSslStats(p: Scope): SslStats {
+  const ssl = new SslStats(p, 'client');
+  if (!Object.values(ssl).every((c: Counter) => isNullStat(c))) return ssl;
+  return (nullClientSsl ??= ssl);
 }
