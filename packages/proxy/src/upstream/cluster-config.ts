@@ -207,16 +207,16 @@ function readLimits(t: Msg | undefined): CircuitBreakerLimits {
 
 /**
  * One frozen object per distinct set of limits: istiod gives every cluster the same two, which were
- * 256 B of each of 5,000 clusters. Bounded: a proxy sees a handful of distinct ones.
+ * 256 B of each of 5,000 clusters. Bounded: a proxy sees a handful of distinct ones (a short list, compared field by field).
  */
-const limitsSeen = new Map<string, CircuitBreakerLimits>();
+const limitsSeen: CircuitBreakerLimits[] = [];
 function sameLimits(l: CircuitBreakerLimits): CircuitBreakerLimits {
-  const key = `${l.maxConnections}/${l.maxPendingRequests}/${l.maxRequests}/${l.maxRetries}/${l.trackRemaining}`;
-  let same = limitsSeen.get(key);
-  if (!same) {
-    same = Object.freeze(l);
-    if (limitsSeen.size < 1024) limitsSeen.set(key, same);
+  for (const s of limitsSeen) {
+    if (s.maxConnections === l.maxConnections && s.maxPendingRequests === l.maxPendingRequests && s.maxRequests === l.maxRequests
+      && s.maxRetries === l.maxRetries && s.trackRemaining === l.trackRemaining) return s;
   }
+  const same = Object.freeze(l);
+  if (limitsSeen.length < 64) limitsSeen.push(same);
   return same;
 }
 
