@@ -6,6 +6,7 @@ import { compileHashLbConfig, type HashLbConfig } from './lb-hash.ts';
 import { compileOutlierDetection, type OutlierConfig } from './outlier.ts';
 import { readUpstreamBind } from './bind-config.ts';
 import { readUpstreamMetadataExchange } from './cluster-filters.ts';
+import { NONE, sameLimits, sameLocalityName } from './config-sharing.ts';
 
 const HTTP_PROTOCOL_OPTIONS = 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
 const HTTP_PROTOCOL_OPTIONS_URL = 'type.googleapis.com/' + HTTP_PROTOCOL_OPTIONS;
@@ -184,8 +185,6 @@ export function compileCluster(m: Msg, keepSource = true): ClusterConfig {
   };
 }
 
-/** The empty lists most clusters have (EDS: no inline endpoints), shared: a config is never changed. */
-const NONE: readonly never[] = Object.freeze([]);
 
 const PRIORITIES = ['DEFAULT', 'HIGH'] as const;
 const THRESHOLD_FIELDS = ['priority', 'max_connections', 'max_pending_requests', 'max_requests', 'max_retries', 'track_remaining'];
@@ -205,20 +204,6 @@ function readLimits(t: Msg | undefined): CircuitBreakerLimits {
   });
 }
 
-/**
- * One frozen object per distinct set of limits: istiod gives every cluster the same two, which were
- * 256 B of each of 5,000 clusters. Bounded: a proxy sees a handful of distinct ones (a short list, compared field by field).
- */
-const limitsSeen: CircuitBreakerLimits[] = [];
-function sameLimits(l: CircuitBreakerLimits): CircuitBreakerLimits {
-  for (const s of limitsSeen) {
-    if (s.maxConnections === l.maxConnections && s.maxPendingRequests === l.maxPendingRequests && s.maxRequests === l.maxRequests
-      && s.maxRetries === l.maxRetries && s.trackRemaining === l.trackRemaining) return s;
-  }
-  const same = Object.freeze(l);
-  if (limitsSeen.length < 64) limitsSeen.push(same);
-  return same;
-}
 
 /** circuit_breakers: one thresholds entry per priority (a repeated priority is an error, as in Envoy). */
 function readCircuitBreakers(m: Msg): { normal: CircuitBreakerLimits; high: CircuitBreakerLimits; perHostMaxConnections: number } {
@@ -264,6 +249,7 @@ function readEndpoints(m: Msg, type: ClusterConfig['type']): EndpointConfig[] {
   return readLoadAssignment(la, type);
 }
 
+
 /** A ClusterLoadAssignment's endpoints (static load_assignment, or an EDS resource). */
 export function readLoadAssignment(la: Msg, type: ClusterConfig['type']): EndpointConfig[] {
   const out: EndpointConfig[] = [];
@@ -272,7 +258,8 @@ export function readLoadAssignment(la: Msg, type: ClusterConfig['type']): Endpoi
     // Envoy reads an unset locality weight as 0 (it only matters with locality_weighted_lb_config).
     const localityWeight = locality.num('load_balancing_weight', 0);
     const loc = locality.msg('locality');
-    const zone = loc?.str('zone') ?? '';
+    const zone = sameLocalityName(loc?.str('zone') ?? '');
+    const region = sameLocalityName(loc?.str('region') ?? ''), subZone = sameLocalityName(loc?.str('sub_zone') ?? '');
     for (const lbe of locality.list('lb_endpoints')) {
       if (lbe.has('endpoint_name')) throw lbe.error('endpoint_name', 'named endpoints are not supported');
       const ep = lbe.requiredMsg('endpoint');
@@ -292,8 +279,8 @@ export function readLoadAssignment(la: Msg, type: ClusterConfig['type']): Endpoi
         priority,
         localityWeight,
         zone,
-        region: loc?.str('region') ?? '',
-        subZone: loc?.str('sub_zone') ?? '',
+        region,
+        subZone,
         socketMatch,
         internal,
         pipe: pipe?.path,
