@@ -11,6 +11,8 @@ import { bootstrap, chain, cluster, hcm, listener, routeTo, vhost } from './lib/
 
 const MAX_REQUESTS = 2;
 const BURST = 12;
+/** HIGH priority: no request counts against it; its gauges must show the limit once, not once per thread. */
+const HIGH_MAX_REQUESTS = 7;
 
 describe('--concurrency 2: shared circuit breakers', { timeout: 60_000 }, () => {
   let backend: Backend, proxy: RunningProxy, base: string;
@@ -18,7 +20,10 @@ describe('--concurrency 2: shared circuit breakers', { timeout: 60_000 }, () => 
     backend = await startHttpBackend();
     proxy = await startProxy((p) => bootstrap(
       [listener(p('http'), [chain(hcm([vhost([routeTo('slow')], ['cb.test'])], { statPrefix: 'cb' }))])],
-      [{ ...cluster('slow', [backend.port]), circuit_breakers: { thresholds: [{ max_requests: MAX_REQUESTS, track_remaining: true }] } }],
+      [{ ...cluster('slow', [backend.port]), circuit_breakers: { thresholds: [
+        { max_requests: MAX_REQUESTS, track_remaining: true },
+        { priority: 'HIGH', max_requests: HIGH_MAX_REQUESTS, track_remaining: true },
+      ] } }],
     ), { ports: ['http'], args: ['--concurrency', '2'] });
     base = `http://127.0.0.1:${proxy.ports.http}`;
   });
@@ -41,5 +46,7 @@ describe('--concurrency 2: shared circuit breakers', { timeout: 60_000 }, () => 
     // The gauges show the process's count once (the main thread publishes the shared counts).
     assert.equal(await proxy.stat('cluster.slow.circuit_breakers.default.remaining_rq'), MAX_REQUESTS);
     assert.equal(await proxy.stat('cluster.slow.circuit_breakers.default.rq_open'), 0);
+    assert.equal(await proxy.stat('cluster.slow.circuit_breakers.high.remaining_rq'), HIGH_MAX_REQUESTS);
+    assert.equal(await proxy.stat('cluster.slow.circuit_breakers.high.rq_open'), 0);
   });
 });

@@ -3,7 +3,9 @@
 // (a) a removed cluster's ClusterLoadAssignment is released (config_dump?include_eds and the
 //     per-thread skua.eds.assignments gauge), and one for a cluster nobody has is not stored;
 // (b) a removed-then-re-added EDS cluster warms again and goes active only on a fresh assignment:
-//     traffic reaches the new endpoints, never the stale ones.
+//     traffic reaches the new endpoints, never the stale ones;
+// (c) a live EDS cluster updated by CDS serves the assignment it had at once (the config layer keeps
+//     the assignment's bytes and compiles its endpoints again for the new cluster).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestAds, type AdsStream, type TestAds } from './lib/ads-server.ts';
@@ -99,6 +101,19 @@ for (const [delta, workers] of [[false, 1], [true, 1], [false, 2], [true, 2]] as
       assert.deepEqual(await assignments(), ['c1', 'c2']);
       assert.equal(b.requests.length, staleHits, 'never the stale endpoints');
       assert.deepEqual(await hits('c1'), Array(4 * workers).fill('a'));
+    });
+
+    test('(c) a live cluster updated by CDS takes the assignment it had: no warming, no new EDS push needed', async () => {
+      await start();
+      ads.hold(TYPE_URL.endpoint);
+      const connectTimeout = async (): Promise<unknown> =>
+        ((await dumpEntries(proxy, 'dynamic_active_clusters')).find((e) => (e.cluster as Json).name === 'c1')?.cluster as Json | undefined)?.connect_timeout;
+      assert.equal(await connectTimeout(), '1s');
+      ads.set(TYPE_URL.cluster, [{ ...edsCluster('c1'), connect_timeout: '2s' }, edsCluster('c2')]);
+      await eventually('c1 updated', async () => (await connectTimeout()) === '2s');
+      assert.deepEqual(await warming(), [], 'the update did not warm again');
+      assert.deepEqual(await hits('c1'), Array(4 * workers).fill('a'), 'the updated cluster serves the endpoints it had');
+      ads.release(TYPE_URL.endpoint);
     });
   });
 }

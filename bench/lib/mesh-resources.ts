@@ -26,7 +26,35 @@ export function claFor(i: number, ports: readonly number[]): Json {
   };
 }
 
-export function meshResources(n: number, port: number, backendPort: number): { clusters: Json[]; endpoints: Json[]; routes: Json[]; listeners: Json[] } {
+/**
+ * Istio's ISTIO_MUTUAL transport socket matches of an outbound cluster (SDS `default` / `ROOTCA`,
+ * here over ADS): endpoints labelled tlsMode=istio get mTLS, the others (all of this mesh's) plaintext.
+ */
+export function istioMutualMatches(i: number): Json[] {
+  const sds = (name: string): Json => ({ name, sds_config: { ads: {}, initial_fetch_timeout: '0s', resource_api_version: 'V3' } });
+  return [{
+    name: 'tlsMode-istio', match: { tlsMode: 'istio' },
+    transport_socket: { name: 'envoy.transport_sockets.tls', typed_config: {
+      '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
+      common_tls_context: {
+        tls_params: { tls_minimum_protocol_version: 'TLSv1_2', tls_maximum_protocol_version: 'TLSv1_3' },
+        alpn_protocols: ['istio-peer-exchange', 'istio'],
+        tls_certificate_sds_secret_configs: [sds('default')],
+        combined_validation_context: {
+          default_validation_context: { match_subject_alt_names: [{ exact: `spiffe://cluster.local/ns/bench/sa/svc-${i}` }] },
+          validation_context_sds_secret_config: sds('ROOTCA'),
+        },
+      },
+      sni: `outbound_.9080_._.${svcHost(i)}`,
+    } },
+  }, {
+    name: 'tlsMode-disabled', match: {},
+    transport_socket: { name: 'envoy.transport_sockets.raw_buffer', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer' } },
+  }];
+}
+
+/** `mtls`: every cluster with istioMutualMatches (the `xds` scenario leaves them out). */
+export function meshResources(n: number, port: number, backendPort: number, opts: { mtls?: boolean } = {}): { clusters: Json[]; endpoints: Json[]; routes: Json[]; listeners: Json[] } {
   const clusters: Json[] = [], endpoints: Json[] = [], vhosts: Json[] = [], listeners: Json[] = [];
   for (let i = 0; i < n; i++) {
     const name = clusterName(i);
@@ -36,6 +64,7 @@ export function meshResources(n: number, port: number, backendPort: number): { c
       circuit_breakers: { thresholds: [{ max_connections: 4294967295, max_pending_requests: 4294967295, max_requests: 4294967295, max_retries: 4294967295, track_remaining: true }] },
       common_lb_config: { locality_weighted_lb_config: {} },
       metadata: { filter_metadata: { istio: { services: [{ host: svcHost(i), name: `svc-${i}`, namespace: 'bench' }] } } },
+      ...(opts.mtls ? { transport_socket_matches: istioMutualMatches(i) } : {}),
     });
     endpoints.push(claFor(i, [backendPort, backendPort]));
     const h = svcHost(i);

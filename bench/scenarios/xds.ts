@@ -69,7 +69,7 @@ function writeAtomically(file: string, json: unknown): void {
 /** The stats_matcher pilot-agent renders for a sidecar (Istio's default inclusion list). */
 const ISTIO_STATS = { use_all_default_tags: false, stats_matcher: istioStatsMatcher({ annotations: undefined, proxyStatsMatcher: undefined, instanceIps: [HOST], exitOnZeroActiveConnections: false, metadataDiscovery: false }) };
 
-function adsBootstrap(adminPort: number, cpPort: number, delta: boolean, istioStats: boolean): unknown {
+export function adsBootstrap(adminPort: number, cpPort: number, delta: boolean, istioStats: boolean): unknown {
   return {
     node: { id: 'sidecar~127.0.0.1~bench.bench~bench.svc.cluster.local', cluster: 'bench' },
     ...(istioStats ? { stats_config: ISTIO_STATS } : {}),

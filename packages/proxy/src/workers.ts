@@ -107,7 +107,7 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
   });
   server.collectStats = async () => {
     // Shared breaker counts change on every thread; the main thread's gauges publish them.
-    for (const c of server.clusters.all()) { c.breakers.refreshGauges(); c.breakersHigh.refreshGauges(); }
+    for (const c of server.clusters.all()) c.breakers.refreshGauges();
     const merged = new StatsStore();
     addInto(merged, snapshot(server.stats));
     const snaps = await Promise.all(workers.map((w) => new Promise<StatsSnapshot>((resolve) => {

@@ -101,7 +101,26 @@ describe('request and retry breakers (what the router calls)', () => {
         }
       }
       assert.equal(store.gauges.has('cluster.svc.circuit_breakers.default.remaining_cx'), false);
+      assert.equal(store.find('gauges', 'cluster.svc.circuit_breakers.high.remaining_cx'), undefined);
       assert.equal(statBase('cluster.svc.circuit_breakers.default.cx_open', store.tagsOf('cluster.svc.circuit_breakers.default.cx_open')!), 'cluster.circuit_breakers.default.cx_open');
+    } finally { c.close(); }
+  });
+});
+
+describe('HIGH priority (no route selects it): idle gauges', () => {
+  test('remaining_* is the limit, *_open 0, or 1 for a limit of 0; they do not move with DEFAULT traffic', () => {
+    const { c, stat } = makeCluster([1], { thresholds: [
+      { max_requests: 1, track_remaining: true },
+      { priority: 'HIGH', max_connections: 5, max_pending_requests: 0, max_requests: 9, max_retries: 2, track_remaining: true },
+    ] });
+    try {
+      const high = (): number[] => ['cx_open', 'remaining_cx', 'rq_pending_open', 'remaining_pending', 'rq_open', 'remaining_rq',
+        'rq_retry_open', 'remaining_retries', 'cx_pool_open', 'remaining_cx_pools'].map((g) => stat(`circuit_breakers.high.${g}`));
+      assert.deepEqual(high(), [0, 5, 1, 0, 0, 9, 0, 2, 0, 4294967295]);
+      assert.equal(c.tryAcquireRequest(), true);
+      assert.equal(stat('circuit_breakers.default.rq_open'), 1);
+      assert.deepEqual(high(), [0, 5, 1, 0, 0, 9, 0, 2, 0, 4294967295]);
+      c.releaseRequest();
     } finally { c.close(); }
   });
 });

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { Msg } from '../src/config/fields.ts';
 import { ConfigError } from '../src/core/errors.ts';
 import { RouteTable } from '../src/http/route-config.ts';
+import { RdsRoute } from '../src/http/rds.ts';
 
 type Json = Record<string, unknown>;
 
@@ -316,4 +317,37 @@ describe('RouteTable: unsupported fields are refused with their path', () => {
   for (const [name, vh, path] of cases) {
     test(name, () => configError(() => table([vh]), path, /not supported/));
   }
+});
+
+describe('RDS: one table for every connection manager when no route has typed_per_filter_config', () => {
+  const plainConfig = { name: 'rc', virtual_hosts: [{ name: 'vh', domains: ['a.test'], routes: [fwd('r', { prefix: '/' })] }] };
+  const withPerFilter = { name: 'rc', virtual_hosts: [{ name: 'vh', domains: ['a.test'], routes: [fwd('r', { prefix: '/' }, { typed_per_filter_config: { f: { '@type': 'x' } } })] }] };
+  const compilers = (seen: string[]): ReadonlyMap<string, (m: Msg) => unknown> => new Map([['f', (m: Msg) => { seen.push(m.path); return 'compiled'; }]]);
+
+  test('hasPerFilterConfig says whether the table depends on the filters', () => {
+    assert.equal(new RouteTable(new Msg(plainConfig, 'rc')).hasPerFilterConfig, false);
+    assert.equal(new RouteTable(new Msg(withPerFilter, 'rc')).hasPerFilterConfig, true);
+    assert.equal(new RouteTable(new Msg({ ...plainConfig, typed_per_filter_config: { f: { '@type': 'x' } } }, 'rc')).hasPerFilterConfig, true);
+  });
+
+  test('managers attaching before and after an update share the plain table; per-filter config compiles per manager', () => {
+    const plain = new RdsRoute('plain');
+    const seenA: string[] = [], seenB: string[] = [];
+    const tables = new Map<string, RouteTable>();
+    const user = (name: string, seen: string[]) => ({ compilers: compilers(seen), onTable: (t: RouteTable) => { tables.set(name, t); } });
+    plain.update(plainConfig, 'v1');
+    const a = plain.attach(user('a', seenA)), b = plain.attach(user('b', seenB));
+    assert.equal(a, b, 'one table for both');
+    assert.equal(pick(a, '/', {}, { authority: 'a.test' }), 'r');
+    plain.update(plainConfig, 'v2');
+    assert.ok(tables.get('a') && tables.get('a') === tables.get('b') && tables.get('a') !== a, 'the update compiled one new table for both');
+
+    const perFilter = new RdsRoute('per-filter');
+    perFilter.update(withPerFilter, 'v1');
+    const c = perFilter.attach(user('c', seenA)), d = perFilter.attach(user('d', seenB));
+    assert.notEqual(c, d, 'each manager compiles its own filters\' configs');
+    assert.equal(seenA.length, 1);
+    assert.equal(seenB.length, 1);
+    assert.equal(c.route('a.test', { method: 'GET', path: '/', headers: {}, authority: 'a.test', scheme: 'http' }, false)?.route.perFilter?.get('f'), 'compiled');
+  });
 });

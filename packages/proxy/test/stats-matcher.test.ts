@@ -68,6 +68,39 @@ describe('stats_matcher', () => {
     assert.throws(() => options({ stats_matcher: { inclusion_list: { patterns: [{ bogus: 'x' }] } } }), ConfigError);
   });
 
+  test('a cluster whose traffic stats are all rejected still counts a response code the matcher keeps', () => {
+    const s = storeWith({ stats_matcher: { inclusion_list: { patterns: [{ suffix: 'upstream_rq_503' }] } } });
+    const c = new ClusterStats(s, 'a');
+    assert.equal(s.groups.size, 0, 'nothing kept yet');
+    c.rqTotal.inc();
+    c.codes.record(200);
+    c.codes.record(503);
+    c.codes.record(503);
+    assert.equal(s.find('counters', 'cluster.a.upstream_rq_503')?.value, 2);
+    assert.equal(s.find('counters', 'cluster.a.upstream_rq_200'), undefined);
+    assert.equal(s.find('counters', 'cluster.a.upstream_rq_total'), undefined);
+    assert.equal(s.find('counters', 'cluster.a.upstream_rq_5xx'), undefined);
+  });
+
+  test('TLS clusters: ssl.* and <match>.total_match_count count when kept; rejected ones stay null stats', () => {
+    const kept = storeWith({ stats_matcher: { inclusion_list: { patterns: [{ suffix: 'ssl.handshake' }, { suffix: 'total_match_count' }] } } });
+    const a = new ClusterStats(kept, 'a', true);
+    a.ssl!.handshake.inc();
+    a.matchCount('tlsMode-istio').inc();
+    a.matchCount('tlsMode-istio').inc();
+    assert.equal(kept.find('counters', 'cluster.a.ssl.handshake')?.value, 1);
+    assert.equal(kept.find('counters', 'cluster.a.tlsMode-istio.total_match_count')?.value, 2);
+    assert.equal(kept.find('counters', 'cluster.a.ssl.connection_error'), undefined);
+    const istio = storeWith(ISTIO);
+    const b = new ClusterStats(istio, 'outbound|80||b.default.svc.cluster.local', true);
+    const c = new ClusterStats(istio, 'outbound|80||c.default.svc.cluster.local', true);
+    b.ssl!.handshake.inc();
+    b.matchCount('tlsMode-istio').inc();
+    assert.equal(b.ssl!.handshake.value, 0);
+    assert.equal(b.ssl, c.ssl, 'all-null ssl stats: one shared set');
+    assert.equal(istio.groups.size, 0, 'nothing kept');
+  });
+
   test('a released cluster drops only the stats that were kept', () => {
     const s = storeWith({ stats_matcher: { inclusion_list: { patterns: [{ suffix: 'upstream_rq_total' }] } } });
     const c = new ClusterStats(s, 'a');

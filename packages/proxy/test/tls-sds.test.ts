@@ -1,7 +1,8 @@
 // TLS contexts as istiod writes them for ISTIO_MUTUAL: SDS-named certificates and
 // roots resolved through the SecretStore (not ready until both arrive, rebuilt once
 // per secret change), combined_validation_context SAN matchers, TLS 1.3 kept with
-// istio's TLS 1.2 cipher list, and transport_socket_matches on endpoint metadata.
+// istio's TLS 1.2 cipher list, transport_socket_matches on endpoint metadata, and one client
+// context shared by the outbound clusters istiod gives the same transport socket.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -122,6 +123,40 @@ test('a secret the handshake can use: a real TLS 1.3 connection with the SDS-bui
   assert.equal(body, 'hi URI:spiffe://cluster.local/ns/default/sa/bookinfo-productpage');
   assert.equal(sock.getProtocol(), 'TLSv1.3', "istio's TLS 1.2 cipher list must not cap the version at 1.2");
   assert.equal(sock.alpnProtocol, 'istio-peer-exchange');
+});
+
+test("istiod's outbound mTLS clusters share one client SecureContext per secret version; SAN and SNI stay their own", async () => {
+  const store = new SecretStore();
+  const ca = await CertificateAuthority.create({ trustDomain: 'cluster.local' });
+  const tsm = (istioCluster().transport_socket_matches as Json[])[0].transport_socket as Json;
+  const forService = (svc: string): Json => {
+    const tc = structuredClone(tsm.typed_config) as Json;
+    tc.sni = `outbound_.9080_._.${svc}.default.svc.cluster.local`;
+    return tc;
+  };
+  const a = compileUpstreamTls(new Msg(forService('a'), 'a'), store);
+  const b = compileUpstreamTls(new Msg(forService('b'), 'b'), store);
+  const tls12 = forService('c');
+  const common = tls12.common_tls_context as Json;
+  common.tls_params = { ...(common.tls_params as Json | undefined), tls_maximum_protocol_version: 'TLSv1_2' };
+  const c = compileUpstreamTls(new Msg(tls12, 'c'), store);
+  const id = await issued(ca, 'spiffe://cluster.local/ns/default/sa/productpage');
+  store.update('default', tlsCertificateSecret('default', id.chain, id.key));
+  store.update('ROOTCA', validationSecret('ROOTCA', id.root));
+  const sa = a.current()!, sb = b.current()!, sc = c.current()!;
+  assert.equal(sa.context, sb.context, 'one context for the same secrets and options');
+  assert.notEqual(sa.context, sc.context, 'other TLS parameters: a context of their own');
+  assert.notEqual(a.sni, b.sni);
+  assert.ok(sa.verifyPeer && sb.verifyPeer);
+  const rotated = await issued(ca, 'spiffe://cluster.local/ns/default/sa/productpage');
+  store.update('default', tlsCertificateSecret('default', rotated.chain, rotated.key));
+  const ra = a.current()!, rb = b.current()!;
+  assert.notEqual(ra.context, sa.context, 'a rotated certificate makes a new context');
+  assert.equal(ra.context, rb.context, 'shared again');
+  // The server side keeps its own (Node holds session ticket keys per context).
+  const inbound = compileDownstreamTls(new Msg(inboundTlsContext(), 'in'), store);
+  const inbound2 = compileDownstreamTls(new Msg(inboundTlsContext(), 'in2'), store);
+  assert.notEqual(inbound.current()!.context, inbound2.current()!.context);
 });
 
 test('transport_socket_matches: tlsMode=istio endpoints get mTLS, others the raw_buffer match', () => {

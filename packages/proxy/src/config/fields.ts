@@ -8,18 +8,39 @@ type Json = Record<string, unknown>;
  */
 export class Msg {
   readonly raw: Json;
-  readonly path: string;
+  /**
+   * The path is worked out when asked for (errors, mostly): a nested message keeps its parent, field
+   * and list index instead. Compiling 5,000 routes or clusters made ~30 path strings each, never read.
+   */
+  private text: string | undefined;
+  private readonly parent: Msg | undefined;
+  private readonly key: string;
+  private readonly index: number;
 
-  constructor(raw: unknown, path: string) {
+  constructor(raw: unknown, path: string);
+  constructor(raw: unknown, path: undefined, parent: Msg, key: string, index: number);
+  constructor(raw: unknown, path: string | undefined, parent?: Msg, key = '', index = -1) {
+    this.text = path;
+    this.parent = parent;
+    this.key = key;
+    this.index = index;
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-      throw new ConfigError(path, `expected an object, got ${describe(raw)}`);
+      throw new ConfigError(this.path, `expected an object, got ${describe(raw)}`);
     }
     this.raw = raw as Json;
-    this.path = path;
+  }
+
+  get path(): string {
+    if (this.text === undefined) {
+      const field = this.parent!.field(this.key);
+      this.text = this.index < 0 ? field : `${field}[${this.index}]`;
+    }
+    return this.text;
   }
 
   field(key: string): string {
-    return this.path ? `${this.path}.${key}` : key;
+    const path = this.path;
+    return path ? `${path}.${key}` : key;
   }
 
   has(key: string): boolean {
@@ -74,7 +95,7 @@ export class Msg {
   msg(key: string): Msg | undefined {
     const v = this.raw[key];
     if (v === undefined || v === null) return undefined;
-    return new Msg(v, this.field(key));
+    return new Msg(v, undefined, this, key, -1);
   }
 
   requiredMsg(key: string): Msg {
@@ -84,7 +105,11 @@ export class Msg {
   }
 
   list(key: string): Msg[] {
-    return this.rawList(key).map((v, i) => new Msg(v, `${this.field(key)}[${i}]`));
+    const raw = this.rawList(key);
+    if (raw.length === 0) return [];
+    const out = new Array<Msg>(raw.length);
+    for (let i = 0; i < raw.length; i++) out[i] = new Msg(raw[i], undefined, this, key, i);
+    return out;
   }
 
   strList(key: string): string[] {

@@ -79,13 +79,20 @@ export class HeaderOps {
 
 export const NO_HEADER_OPS = new HeaderOps([], []);
 
+const FIELDS = {
+  request: ['request_headers_to_add', 'request_headers_to_remove'],
+  response: ['response_headers_to_add', 'response_headers_to_remove'],
+} as const;
+
 /** Reads `<prefix>_headers_to_add` / `<prefix>_headers_to_remove` from a route config level. */
 export function compileHeaderOps(m: Msg, prefix: HeaderSide): HeaderOps {
-  return compileHeaderOpsFrom(m, `${prefix}_headers_to_add`, `${prefix}_headers_to_remove`, prefix);
+  return compileHeaderOpsFrom(m, FIELDS[prefix][0], FIELDS[prefix][1], prefix);
 }
 
 /** Header ops from any pair of fields (local reply mappers use `headers_to_add`, response side). */
 export function compileHeaderOpsFrom(m: Msg, addField: string, removeField: string, side: HeaderSide = 'response'): HeaderOps {
+  // Most route levels have neither (four checks per route of a 5,000-route table).
+  if (!m.has(addField) && !m.has(removeField)) return NO_HEADER_OPS;
   const adds = m.list(addField).map((a) => compileAdd(a, side));
   const removes = m.strList(removeField).map((h) => h.toLowerCase());
   return adds.length || removes.length ? new HeaderOps(adds, removes) : NO_HEADER_OPS;

@@ -87,6 +87,21 @@ export function compileRetryPolicy(m: Msg): RetryPolicy {
   };
 }
 
+/**
+ * One compiled RetryPolicy per distinct retry_policy within a route table: istiod gives every route
+ * the same one (5,000 routes held 5,000 copies, ~220 B each). Policies are never changed once compiled.
+ */
+export class RetryPolicies {
+  private readonly byJson = new Map<string, RetryPolicy>();
+
+  get(m: Msg): RetryPolicy {
+    const key = JSON.stringify(m.raw);
+    let p = this.byJson.get(key);
+    if (!p) { p = compileRetryPolicy(m); this.byJson.set(key, p); }
+    return p;
+  }
+}
+
 /** Envoy's fully jittered exponential back-off: uniform in [0, min(base·2^(n-1), max)). */
 export function backoffMs(p: RetryPolicy, retryNumber: number): number {
   const ceiling = Math.min(p.baseIntervalMs * 2 ** Math.max(0, retryNumber - 1), p.maxIntervalMs);

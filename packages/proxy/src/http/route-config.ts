@@ -4,7 +4,7 @@ import { compileHeaderOps, NO_HEADER_OPS, type HeaderOps } from './header-ops.ts
 import { compileRouteMatch, type CompiledMatch, type RequestView } from './route-match.ts';
 import { compileRe2Global } from '../matchers/regex.ts';
 import { compilePerFilterConfig, type PerFilterCompilers } from './per-filter-config.ts';
-import { compileRetryPolicy, type RetryPolicy } from './retry-policy.ts';
+import { RetryPolicies, type RetryPolicy } from './retry-policy.ts';
 import { compileMirrorPolicy, type MirrorPolicy } from './mirror.ts';
 import { compileHashPolicies, type HashPolicies } from './hash-policy.ts';
 
@@ -78,26 +78,37 @@ export class RouteTable {
   private readonly suffixes: Array<[string, VirtualHost]> = [];
   private readonly prefixes: Array<[string, VirtualHost]> = [];
   private fallback: VirtualHost | undefined;
+  /**
+   * Whether any typed_per_filter_config was compiled: without any, the table is the same whatever
+   * the connection manager's filters, and one table serves every manager using the route config.
+   */
+  readonly hasPerFilterConfig: boolean;
 
   /** `filters`: per-filter compilers for typed_per_filter_config, keyed by http_filters name. */
   constructor(m: Msg, filters?: PerFilterCompilers) {
     this.name = m.str('name');
     this.requestHeaders = compileHeaderOps(m, 'request');
     this.responseHeaders = compileHeaderOps(m, 'response');
-    this.perFilter = compilePerFilterConfig(m, filters);
-    const seen = new Set<string>();
+    const shared: SharedParts = { retryPolicy: new RetryPolicies(), perFilterConfig: false };
+    this.perFilter = perFilterConfig(m, filters, shared);
+    // Wildcard domains, to find a repeated one (exact ones are found in `exact` itself).
+    const wildcards = new Set<string>();
     for (const vm of m.list('virtual_hosts')) {
-      const vh = compileVirtualHost(vm, filters);
-      for (const [i, raw] of vm.strList('domains').entries()) {
+      const vh = compileVirtualHost(vm, filters, shared);
+      const domains = vm.strList('domains');
+      for (let i = 0; i < domains.length; i++) {
+        const raw = domains[i];
         const d = raw.toLowerCase();
-        if (seen.has(d)) throw vm.error(`domains[${i}]`, `domain ${JSON.stringify(raw)} is used by more than one virtual host`);
-        seen.add(d);
+        const wildcard = d.charCodeAt(0) === 42 /* * */ || d.charCodeAt(d.length - 1) === 42;
+        if (wildcard ? wildcards.has(d) : this.exact.has(d)) throw vm.error(`domains[${i}]`, `domain ${JSON.stringify(raw)} is used by more than one virtual host`);
+        if (!wildcard) { this.exact.set(d, vh); continue; }
+        wildcards.add(d);
         if (d === '*') this.fallback = vh;
         else if (d.startsWith('*')) this.suffixes.push([d.slice(1), vh]);
-        else if (d.endsWith('*')) this.prefixes.push([d.slice(0, -1), vh]);
-        else this.exact.set(d, vh);
+        else this.prefixes.push([d.slice(0, -1), vh]);
       }
     }
+    this.hasPerFilterConfig = shared.perFilterConfig;
     // Longest wildcard wins (Envoy).
     this.suffixes.sort((a, b) => b[0].length - a[0].length);
     this.prefixes.sort((a, b) => b[0].length - a[0].length);
@@ -134,30 +145,38 @@ function hasUpper(s: string): boolean {
   return false;
 }
 
-function compileVirtualHost(m: Msg, filters: PerFilterCompilers | undefined): VirtualHost {
+/** What routes of one table share when they compile alike, and what the table notes while compiling. */
+interface SharedParts { readonly retryPolicy: RetryPolicies; perFilterConfig: boolean }
+
+function perFilterConfig(m: Msg, filters: PerFilterCompilers | undefined, shared: SharedParts): ReadonlyMap<string, unknown> | undefined {
+  if (m.has('typed_per_filter_config')) shared.perFilterConfig = true;
+  return compilePerFilterConfig(m, filters);
+}
+
+function compileVirtualHost(m: Msg, filters: PerFilterCompilers | undefined, shared: SharedParts): VirtualHost {
   for (const f of ['require_tls', 'virtual_clusters', 'rate_limits', 'cors', 'hedge_policy', 'request_mirror_policies', 'retry_policy_typed_config']) {
     if (m.has(f)) throw m.error(f, 'is not supported yet');
   }
   if (m.strList('domains').length === 0) throw m.error('domains', 'at least one domain is required');
   return {
     name: m.requiredStr('name'),
-    routes: m.list('routes').map((r) => compileRoute(r, filters)),
+    routes: m.list('routes').map((r) => compileRoute(r, filters, shared)),
     requestHeaders: compileHeaderOps(m, 'request'),
     responseHeaders: compileHeaderOps(m, 'response'),
-    perFilter: compilePerFilterConfig(m, filters),
-    retryPolicy: m.has('retry_policy') ? compileRetryPolicy(m.requiredMsg('retry_policy')) : undefined,
+    perFilter: perFilterConfig(m, filters, shared),
+    retryPolicy: m.has('retry_policy') ? shared.retryPolicy.get(m.requiredMsg('retry_policy')) : undefined,
     includeAttemptCount: m.bool('include_request_attempt_count') || m.bool('include_attempt_count_in_response'),
   };
 }
 
-function compileRoute(m: Msg, filters: PerFilterCompilers | undefined): Route {
+function compileRoute(m: Msg, filters: PerFilterCompilers | undefined, shared: SharedParts): Route {
   for (const f of ['tracing', 'filter_action', 'non_forwarding_action']) {
     if (m.has(f)) throw m.error(f, 'is not supported yet');
   }
   const mm = m.requiredMsg('match');
   const match = compileRouteMatch(mm);
   let action: Route['action'];
-  if (m.has('route')) action = compileForward(m.requiredMsg('route'));
+  if (m.has('route')) action = compileForward(m.requiredMsg('route'), shared);
   else if (m.has('redirect')) action = compileRedirect(m.requiredMsg('redirect'));
   else if (m.has('direct_response')) {
     const d = m.requiredMsg('direct_response');
@@ -172,16 +191,17 @@ function compileRoute(m: Msg, filters: PerFilterCompilers | undefined): Route {
     action,
     requestHeaders: compileHeaderOps(m, 'request'),
     responseHeaders: compileHeaderOps(m, 'response'),
-    perFilter: compilePerFilterConfig(m, filters),
+    perFilter: perFilterConfig(m, filters, shared),
   };
 }
 
-function compileForward(m: Msg): ForwardAction {
+function compileForward(m: Msg, shared: SharedParts): ForwardAction {
   for (const f of ['rate_limits', 'cors', 'hedge_policy', 'retry_policy_typed_config',
     'metadata_match', 'cluster_specifier_plugin', 'inline_cluster_specifier_plugin', 'host_rewrite_header', 'host_rewrite_path_regex']) {
     if (m.has(f)) throw m.error(f, 'is not supported yet');
   }
-  const weighted = (m.msg('weighted_clusters')?.list('clusters') ?? []).map((c) => ({
+  const weightedList = m.msg('weighted_clusters')?.list('clusters');
+  const weighted = !weightedList?.length ? NONE : weightedList.map((c) => ({
     name: c.requiredStr('name'),
     weight: c.num('weight'),
     requestHeaders: c.has('request_headers_to_add') || c.has('request_headers_to_remove') ? compileHeaderOps(c, 'request') : NO_HEADER_OPS,
@@ -191,9 +211,10 @@ function compileForward(m: Msg): ForwardAction {
   const clusterHeader = m.str('cluster_header').toLowerCase();
   if (!cluster && !clusterHeader && weighted.length === 0) throw m.error('cluster', 'one of cluster, cluster_header, weighted_clusters is required');
   const rr = m.msg('regex_rewrite');
-  const upgrades = new Map<string, { enabled: boolean; terminateConnect: boolean }>();
-  for (const u of m.list('upgrade_configs')) {
-    upgrades.set(u.requiredStr('upgrade_type').toLowerCase(), { enabled: u.bool('enabled', true), terminateConnect: u.has('connect_config') });
+  const upgradeList = m.list('upgrade_configs');
+  const upgrades = upgradeList.length ? new Map<string, { enabled: boolean; terminateConnect: boolean }>() : NO_UPGRADES;
+  for (const u of upgradeList) {
+    (upgrades as Map<string, { enabled: boolean; terminateConnect: boolean }>).set(u.requiredStr('upgrade_type').toLowerCase(), { enabled: u.bool('enabled', true), terminateConnect: u.has('connect_config') });
   }
   return {
     kind: 'forward',
@@ -208,8 +229,8 @@ function compileForward(m: Msg): ForwardAction {
     timeoutMs: m.durationMs('timeout', 15_000),
     idleTimeoutMs: m.durationMs('idle_timeout', 0),
     upgrades,
-    retryPolicy: m.has('retry_policy') ? compileRetryPolicy(m.requiredMsg('retry_policy')) : undefined,
-    mirrors: m.list('request_mirror_policies').map(compileMirrorPolicy),
+    retryPolicy: m.has('retry_policy') ? shared.retryPolicy.get(m.requiredMsg('retry_policy')) : undefined,
+    mirrors: m.has('request_mirror_policies') ? m.list('request_mirror_policies').map(compileMirrorPolicy) : NONE,
     hashPolicies: compileHashPolicies(m.list('hash_policy')),
     grpcTimeout: readGrpcTimeout(m),
   };
@@ -223,9 +244,18 @@ function readGrpcTimeout(m: Msg): ForwardAction['grpcTimeout'] {
   if (msd?.has('grpc_timeout_header_max')) {
     return { maxMs: msd.durationMs('grpc_timeout_header_max', 0), offsetMs: msd.durationMs('grpc_timeout_header_offset', 0) };
   }
-  if (m.has('max_grpc_timeout')) return { maxMs: m.durationMs('max_grpc_timeout', 0), offsetMs: m.durationMs('grpc_timeout_offset', 0) };
+  if (m.has('max_grpc_timeout')) {
+    const maxMs = m.durationMs('max_grpc_timeout', 0), offsetMs = m.durationMs('grpc_timeout_offset', 0);
+    // istiod writes max_grpc_timeout 0s on every route: one shared object for it.
+    return maxMs === 0 && offsetMs === 0 ? NO_GRPC_TIMEOUT_CAP : { maxMs, offsetMs };
+  }
   return undefined;
 }
+
+/** Empty parts shared by every route that has none (frozen: routes are read, never changed). */
+const NONE: readonly never[] = Object.freeze([]);
+const NO_UPGRADES: ReadonlyMap<string, { enabled: boolean; terminateConnect: boolean }> = new Map();
+const NO_GRPC_TIMEOUT_CAP = Object.freeze({ maxMs: 0, offsetMs: 0 });
 
 function compileRedirect(m: Msg): RedirectAction {
   if (m.has('regex_rewrite')) throw m.error('regex_rewrite', 'is not supported yet');

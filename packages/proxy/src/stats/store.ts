@@ -69,6 +69,11 @@ export const NULL_HISTOGRAM: Histogram = (() => {
   return Object.freeze(h) as Histogram;
 })();
 
+/** Whether a stat is one of the shared null stats (the matcher rejected it). */
+export function isNullStat(s: Counter | Gauge | Histogram): boolean {
+  return s === NULL_COUNTER || s === NULL_GAUGE || s === NULL_HISTOGRAM;
+}
+
 /**
  * How the stats of one scope show in Prometheus: a stat named `prefix + rest` is `base + rest` with
  * the tags. One record per scope prefix, shared by its stats.

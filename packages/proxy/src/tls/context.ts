@@ -5,6 +5,8 @@ import { ConfigError } from '../core/errors.ts';
 import { logger } from '../core/log.ts';
 import { secrets as threadSecrets, type SecretStore } from './secrets.ts';
 import { compileValidation, type ValidationConfig } from './validation.ts';
+import { sharedClientContext } from './shared-context.ts';
+import { sameValue } from '../core/same-value.ts';
 import type { TypedSanMatcher } from '../matchers/san.ts';
 
 const log = logger('secret');
@@ -47,6 +49,8 @@ export class TlsSettings {
   private epoch = -1;
   private certVersion = 0;
   private validationVersion = 0;
+  /** Client contexts made from SDS secrets are shared with other settings that would make the same one. */
+  protected sharesContext = false;
 
   constructor(o: { alpn: readonly string[]; base: SecureContextOptions; certSecret?: string; validationSecret?: string; defaultValidation?: ValidationConfig; store?: SecretStore }) {
     this.alpn = o.alpn;
@@ -55,7 +59,7 @@ export class TlsSettings {
     this.validationSecret = o.validationSecret;
     this.defaultValidation = o.defaultValidation;
     this.store = o.store ?? threadSecrets;
-    this.secretNames = [o.certSecret, o.validationSecret].filter((n): n is string => n !== undefined);
+    this.secretNames = sameValue('tls-secret-names', [o.certSecret, o.validationSecret].filter((n): n is string => n !== undefined));
     if (this.secretNames.length === 0) {
       // Static: bad material is a config error at load time.
       this.state = buildState(this.base, this.defaultValidation, undefined);
@@ -80,7 +84,8 @@ export class TlsSettings {
     const opts: SecureContextOptions = { ...this.base };
     if (cert?.tlsCertificate) { opts.cert = cert.tlsCertificate.certChain; opts.key = cert.tlsCertificate.privateKey; }
     try {
-      this.state = buildState(opts, this.defaultValidation, validation?.validation);
+      this.state = buildState(opts, this.defaultValidation, validation?.validation,
+        this.sharesContext ? { cert: cert?.tlsCertificate, validation: validation?.validation, base: this.base } : undefined);
     } catch (err) {
       log.error(`TLS context from secrets ${this.secretNames.join(', ')}: ${(err as Error).message}`);
       this.state = undefined;
@@ -94,17 +99,25 @@ export class TlsSettings {
   }
 }
 
-function buildState(opts: SecureContextOptions, base: ValidationConfig | undefined, dynamic: ValidationConfig | undefined): TlsState {
+/** `shared`: the secrets (and config options) a client context is made from, to share it (shared-context.ts). */
+function buildState(opts: SecureContextOptions, base: ValidationConfig | undefined, dynamic: ValidationConfig | undefined,
+  shared?: { cert: object | undefined; validation: object | undefined; base: SecureContextOptions }): TlsState {
   // combined_validation_context: the SDS one merged over the default (repeated matchers append, trusted_ca replaces).
   const ca = dynamic?.trustedCa ?? base?.trustedCa;
   const sanMatchers = [...(base?.sanMatchers ?? []), ...(dynamic?.sanMatchers ?? [])];
-  const context = createSecureContext(ca ? { ...opts, ca } : opts);
+  const context = shared
+    ? sharedClientContext(shared.cert, shared.validation, shared.base, opts, ca, dynamic?.trustedCa !== undefined)
+    : createSecureContext(ca ? { ...opts, ca } : opts);
   return { context, verifyPeer: ca !== undefined, sanMatchers };
 }
 
 export class UpstreamTls extends TlsSettings {
   readonly sni: string;
-  constructor(init: TlsSettingsInit, sni: string) { super(init); this.sni = sni; }
+  constructor(init: TlsSettingsInit, sni: string) {
+    super(init);
+    this.sni = sni;
+    this.sharesContext = true;
+  }
 }
 
 export class DownstreamTls extends TlsSettings {
@@ -175,7 +188,9 @@ function compileCommon(m: Msg | undefined, path: string, store: SecretStore | un
     if (d) defaultValidation = compileValidation(d);
     validationSecret = sdsName(combined.requiredMsg('validation_context_sds_secret_config'));
   }
-  return build(m.path, { alpn: m.strList('alpn_protocols'), base, certSecret, validationSecret, defaultValidation, store });
+  // TLS parameters and ALPN are the same on thousands of istiod's clusters: one shared copy (not the certificate or key).
+  const shared = base.cert === undefined && base.key === undefined ? sameValue('tls-params', base) : base;
+  return build(m.path, { alpn: sameValue('alpn', m.strList('alpn_protocols')), base: shared, certSecret, validationSecret, defaultValidation, store });
 }
 
 function build(path: string, init: TlsSettingsInit): TlsSettingsInit {

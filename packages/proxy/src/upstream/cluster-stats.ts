@@ -1,4 +1,4 @@
-import { CodeClassCounters, type Counter, type Gauge, type Histogram, type Scope, type StatsStore } from '../stats/store.ts';
+import { CodeClassCounters, isNullStat, type Counter, type Gauge, type Histogram, type Scope, type StatsStore } from '../stats/store.ts';
 import { SslStats } from '../tls/ssl-stats.ts';
 
 /**
@@ -52,6 +52,14 @@ class TrafficStats {
     this.codes = new CodeClassCounters(p, 'upstream_rq', true);
     this.rqTime = p.histogram('upstream_rq_time');
   }
+
+  /** Whether the stats matcher rejected every one of them (each is a shared null stat). */
+  get allNull(): boolean {
+    for (const v of Object.values(this) as Array<Counter | Gauge | Histogram | CodeClassCounters>) {
+      if (v instanceof CodeClassCounters ? !v.byClass.every(isNullStat) : !isNullStat(v)) return false;
+    }
+    return true;
+  }
 }
 
 /** `cluster.<name>.*` as Envoy names them, resolved once per cluster (traffic stats: see TrafficStats). */
@@ -69,11 +77,16 @@ export class ClusterStats {
   constructor(store: StatsStore, name: string, tls = false) {
     const p = store.scope('cluster', 'envoy_cluster_name', name);
     this.scope = p;
-    this.ssl = tls ? new SslStats(p, 'client') : undefined;
+    this.ssl = tls ? clientSslStats(p) : undefined;
     this.dnsFailure = p.counter('update_failure');
     this.membershipTotal = p.gauge('membership_total');
     this.membershipHealthy = p.gauge('membership_healthy');
-    if (!store.deferredClusterStats) this.traffic = new TrafficStats(p);
+    if (!store.deferredClusterStats) {
+      const traffic = new TrafficStats(p);
+      // A stats_matcher that rejects them all (Istio's) leaves only null stats: not kept (~550 B of each
+      // of 5,000 clusters); the first use makes them again, the same null stats.
+      if (!traffic.allNull) this.traffic = traffic;
+    }
   }
 
   private get t(): TrafficStats { return (this.traffic ??= new TrafficStats(this.scope)); }
@@ -106,9 +119,20 @@ export class ClusterStats {
 
   /** `<match name>.total_match_count`: endpoints given that transport socket ('default' = the cluster's). */
   matchCount(matchName: string): Counter {
-    const counts = (this.matchCounts ??= new Map());
-    let c = counts.get(matchName);
-    if (!c) { c = this.scope.counter(`${matchName}.total_match_count`); counts.set(matchName, c); }
+    let c = this.matchCounts?.get(matchName);
+    if (!c) {
+      c = this.scope.counter(`${matchName}.total_match_count`);
+      // A rejected one (a null stat) is not kept: asked again, it is rejected again.
+      if (!isNullStat(c)) (this.matchCounts ??= new Map()).set(matchName, c);
+    }
     return c;
   }
+}
+
+/** ssl.* counters that a stats_matcher rejects all of (Istio's) are null stats: one shared set of them. */
+let nullClientSsl: SslStats | undefined;
+function clientSslStats(p: Scope): SslStats {
+  const ssl = new SslStats(p, 'client');
+  if (!Object.values(ssl).every((c: Counter) => isNullStat(c))) return ssl;
+  return (nullClientSsl ??= ssl);
 }

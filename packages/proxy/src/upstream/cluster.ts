@@ -7,7 +7,7 @@ import { socketMatchFor, type ClusterConfig, type EndpointConfig } from './clust
 import { Host } from './host.ts';
 import { HostSet, type LbPolicy } from './lb.ts';
 import { ClusterStats } from './cluster-stats.ts';
-import { CircuitBreakers } from './circuit-breaker.ts';
+import { CircuitBreakers, publishIdleBreakers } from './circuit-breaker.ts';
 import { OutlierDetector, OutlierStats, type UpstreamResultCode } from './outlier.ts';
 import type { StatsStore } from '../stats/store.ts';
 import { logger } from '../core/log.ts';
@@ -39,8 +39,6 @@ export class Cluster {
   readonly stats: ClusterStats;
   /** circuit_breakers, DEFAULT priority: what every request is held to. */
   readonly breakers: CircuitBreakers;
-  /** circuit_breakers, HIGH priority: published as stats only (no route selects HIGH yet). */
-  readonly breakersHigh: CircuitBreakers;
   /** outlier_detection, when configured. */
   readonly outlier: OutlierDetector | undefined;
   hostSet: HostSet;
@@ -57,7 +55,8 @@ export class Cluster {
     this.config = config;
     this.stats = new ClusterStats(store, config.name, config.anyTls);
     this.breakers = new CircuitBreakers(config.limits, this.stats.scope, 'default', config.name);
-    this.breakersHigh = new CircuitBreakers(config.limitsHigh, this.stats.scope, 'high', config.name);
+    // HIGH priority: published as stats only (no route selects HIGH yet, so nothing counts against it).
+    publishIdleBreakers(config.limitsHigh, this.stats.scope, 'high', config.name);
     if (config.outlier) {
       this.outlier = new OutlierDetector(config.outlier, new OutlierStats(this.stats.scope), { onChange: () => this.updateHealthyGauge() });
       this.outlier.start();
@@ -96,7 +95,7 @@ export class Cluster {
 
   private setHosts(hosts: Host[]): void {
     const keep = new Set<Host>();
-    const next: Host[] = [];
+    const all: Host[] = [];
     for (const h of hosts) {
       const key = `${h.hostPort}|${h.priority}|${h.weight}|${h.tls ? this.config.socketMatches.findIndex((t) => t.tls === h.tls) : -2}`;
       const existing = this.byKey.get(key);
@@ -104,8 +103,10 @@ export class Cluster {
       if (!existing) this.byKey.set(key, h);
       host.edsHealthy = h.edsHealthy;
       keep.add(host);
-      next.push(host);
+      all.push(host);
     }
+    // Kept for the cluster's life: an exact-size copy (a list grown by push holds room for 17 hosts).
+    const next = all.slice();
     for (const [key, host] of this.byKey) {
       if (!keep.has(host)) { this.byKey.delete(key); host.closePools(); }
     }
@@ -286,6 +287,7 @@ export class Cluster {
     this.setHosts(endpoints.map((e) => this.hostFor(e, e.address.address, e.hostname)));
     this.warm = true;
     this.markReady?.();
+    this.markReady = undefined;
   }
 
   /**
@@ -302,7 +304,6 @@ export class Cluster {
     if (this.refreshTimer) clearTimeout(this.refreshTimer);
     this.outlier?.stop();
     this.breakers.detach();
-    this.breakersHigh.detach();
     for (const h of this.byKey.values()) h.closePools();
   }
 }

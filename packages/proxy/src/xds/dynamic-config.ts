@@ -19,7 +19,7 @@ import { adsSecretNames, edsFetchTimeoutMs, validateExtension } from './resource
 import { ErrorLog, resourceHash, track, type TrackedResource } from './state.ts';
 import { InitialFetchTimers } from './fetch-timers.ts';
 import { DynamicListeners, type WarmingListener } from './dynamic-listeners.ts';
-import { EdsIndex } from './eds-index.ts';
+import { assignmentOf, EdsIndex, endpointsOf } from './eds-index.ts';
 import { TimeSlice } from '../core/time-slice.ts';
 import { forwardedCluster } from './follower-updates.ts';
 import { NameUnion } from './name-union.ts';
@@ -37,6 +37,7 @@ export interface ExtraTypeSink {
 }
 
 const NO_NAMES: ReadonlySet<string> = new Set();
+const NO_ENDPOINTS: ReadonlyMap<string, readonly EndpointConfig[]> = new Map();
 
 export interface ClusterChange { readonly rebuilt: readonly XdsResource[]; readonly removed: readonly string[] }
 const NO_CHANGE: ClusterChange = { rebuilt: [], removed: [] };
@@ -60,8 +61,8 @@ export class DynamicConfig implements XdsHandler {
   private lastClusterChange: ClusterChange = NO_CHANGE;
   /** Set by the server when workers follow this thread's updates. */
   recordClusterChanges = false;
-  /** The assignment names the last EDS update stored (what workers are sent, compiled). */
-  lastEndpointsStored: ReadonlySet<string> = NO_NAMES;
+  /** What the last EDS update stored, compiled, by name (what workers are sent); only with workers to tell. */
+  lastEndpointsStored: ReadonlyMap<string, readonly EndpointConfig[]> = NO_ENDPOINTS;
   /** SDS secret names (config source `ads`) each listener / cluster names, by resource name. */
   private readonly adsSecrets = new NameUnion();
   readonly secrets = new Map<string, TrackedResource>();
@@ -218,7 +219,7 @@ export class DynamicConfig implements XdsHandler {
       const tracked = track(r, r.version || u.version, hash, this.retainConfig);
       // An update of a live cluster takes the endpoints it has (a removed one's went with it).
       const cla = cluster.config.type === 'EDS' ? this.eds.assignments.get(cluster.config.edsServiceName) : undefined;
-      if (cla) cluster.setLoadAssignment(cla.endpoints);
+      if (cla) cluster.setLoadAssignment(endpointsOf(cla));
       this.eds.track(cluster);
       this.dropWarming(r.name);
       if (cluster.warm) this.activateCluster(r.name, tracked, cluster);
@@ -273,7 +274,8 @@ export class DynamicConfig implements XdsHandler {
 
   private async applyEndpoints(u: XdsUpdate, out: XdsRejection[]): Promise<void> {
     const slice = new TimeSlice();
-    const stored = new Set<string>();
+    // Workers are sent what this update stored, compiled (follower-updates.ts): kept until the next one.
+    const stored = new Map<string, readonly EndpointConfig[]>();
     this.lastEndpointsStored = stored;
     for (const r of u.resources) {
       if (slice.due) await slice.next();
@@ -287,8 +289,8 @@ export class DynamicConfig implements XdsHandler {
       this.accepted(u.typeUrl, r.name);
       this.fetchTimers.done(`eds/${r.name}`);
       // Not stored when no cluster uses the name (a removed cluster's, or one nobody asked for).
-      if (this.eds.store(r.name, { tracked: track(r, r.version || u.version, '', true), endpoints })) {
-        stored.add(r.name);
+      if (this.eds.store(r.name, assignmentOf(track(r, r.version || u.version, '', true), endpoints))) {
+        if (this.recordClusterChanges) stored.set(r.name, endpoints);
         this.deliverEndpoints(r.name, endpoints);
       }
     }

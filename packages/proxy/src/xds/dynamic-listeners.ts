@@ -12,7 +12,7 @@ import { rdsRoute } from '../http/rds.ts';
 import { logger } from '../core/log.ts';
 import { TYPE_URL } from './discovery.ts';
 import type { XdsRejection, XdsUpdate } from './types.ts';
-import type { ErrorLog, TrackedResource } from './state.ts';
+import { track, type ErrorLog, type TrackedResource } from './state.ts';
 import type { InitialFetchTimers } from './fetch-timers.ts';
 import { adsSecretNames, compileOrWait, contentHash, ecdsNames, rdsSubscriptions, type RdsSubscription } from './resource-refs.ts';
 import type { NameUnion } from './name-union.ts';
@@ -117,7 +117,7 @@ export class DynamicListeners {
       for (const sc of scopes) this.deps.count(`${sc}update_attempt`);
       this.deps.timers.done(`rds/${r.name}`);
       try {
-        route.update(r.json, r.version || u.version);
+        route.update(r.json, r.version || u.version, track(r, r.version || u.version, '', true));
         this.deps.errors.clear(u.typeUrl, r.name);
         for (const sc of scopes) { this.deps.count(`${sc}update_success`); this.deps.count(`${sc}config_reload`); }
       } catch (e) {

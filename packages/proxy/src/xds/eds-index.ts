@@ -7,13 +7,29 @@
  *   warms again and waits for a fresh one;
  * - applying an assignment touches the clusters using it, never every cluster.
  */
-import type { EndpointConfig } from '../upstream/cluster-config.ts';
+import { Msg } from '../config/fields.ts';
+import { readLoadAssignment, type EndpointConfig } from '../upstream/cluster-config.ts';
 import type { Cluster } from '../upstream/cluster.ts';
-import type { TrackedResource } from './state.ts';
+import { TrackedBytes, type TrackedResource } from './state.ts';
 
 export interface Assignment {
   readonly tracked: TrackedResource;
-  readonly endpoints: readonly EndpointConfig[];
+  /**
+   * The compiled endpoints, only where `tracked` cannot give them back (a --concurrency worker keeps
+   * no config). Where it holds the bytes they are compiled again when needed — a cluster updated
+   * in place takes its assignment — which is rare; kept, they were ~700 B per assignment.
+   */
+  readonly endpoints?: readonly EndpointConfig[];
+}
+
+/** An assignment as it was stored: from its bytes (see Assignment.endpoints), else as compiled then. */
+export function assignmentOf(tracked: TrackedResource, endpoints: readonly EndpointConfig[]): Assignment {
+  return tracked instanceof TrackedBytes ? { tracked } : { tracked, endpoints };
+}
+
+/** The endpoints of a stored assignment. */
+export function endpointsOf(a: Assignment): readonly EndpointConfig[] {
+  return a.endpoints ?? readLoadAssignment(new Msg(a.tracked.json, ''), 'EDS');
 }
 
 const NONE: readonly Cluster[] = [];
@@ -27,28 +43,32 @@ export class EdsIndex {
   revision = 0;
   /** Clusters handed an assignment so far: grows by the users of each assignment, not by all clusters. */
   deliveries = 0;
-  private readonly users = new Map<string, Set<Cluster>>();
+  /** The clusters using each name: nearly always one (a Set only while a cluster and its update both do). */
+  private readonly users = new Map<string, Cluster | Set<Cluster>>();
 
   /** A cluster became warming or active (idempotent). Non-EDS clusters are ignored. */
   track(c: Cluster): void {
     if (c.config.type !== 'EDS') return;
     const name = c.config.edsServiceName;
-    let set = this.users.get(name);
-    if (!set) {
-      set = new Set();
-      this.users.set(name, set);
+    const had = this.users.get(name);
+    if (had === undefined) {
+      this.users.set(name, c);
       this.names.add(name);
       this.revision++;
-    }
-    set.add(c);
+    } else if (had instanceof Set) had.add(c);
+    else if (had !== c) this.users.set(name, new Set([had, c]));
   }
 
   /** A cluster was replaced, removed or dropped while warming; the last user of a name takes its assignment along. */
   forget(c: Cluster): void {
     if (c.config.type !== 'EDS') return;
     const name = c.config.edsServiceName;
-    const set = this.users.get(name);
-    if (!set || !set.delete(c) || set.size > 0) return;
+    const had = this.users.get(name);
+    if (had instanceof Set) {
+      if (!had.delete(c)) return;
+      if (had.size === 1) this.users.set(name, had.values().next().value as Cluster);
+      if (had.size > 0) return;
+    } else if (had !== c) return;
     this.users.delete(name);
     this.names.delete(name);
     this.assignments.delete(name);
@@ -57,8 +77,8 @@ export class EdsIndex {
 
   /** The clusters using `name` (a copy: delivering may replace them). */
   usersOf(name: string): readonly Cluster[] {
-    const set = this.users.get(name);
-    return set ? [...set] : NONE;
+    const had = this.users.get(name);
+    return had === undefined ? NONE : had instanceof Set ? [...had] : [had];
   }
 
   /** Stores an assignment; false when no cluster uses the name (then it is not kept). */

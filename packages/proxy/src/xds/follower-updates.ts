@@ -44,8 +44,8 @@ export function* followerUpdates(u: XdsUpdate, dynamic: DynamicConfig): Generato
   // Kept by the main thread from this very update: send what it compiled.
   function* compiled(): Generator<CompiledAssignment> {
     for (const r of u.resources) {
-      const a = dynamic.eds.assignments.get(r.name);
-      if (a && dynamic.lastEndpointsStored.has(r.name)) yield { name: r.name, version: r.version, json: NO_JSON, endpoints: a.endpoints };
+      const endpoints = dynamic.lastEndpointsStored.get(r.name);
+      if (endpoints && dynamic.eds.assignments.has(r.name)) yield { name: r.name, version: r.version, json: NO_JSON, endpoints };
     }
   }
   yield* chunked(u, compiled(), u.removed);

@@ -43,7 +43,7 @@ export function ecdsNames(json: unknown, out: string[] = []): string[] {
   if (json === null || typeof json !== 'object') return out;
   const o = json as Json;
   if (o.config_discovery && typeof o.name === 'string' && !out.includes(o.name)) out.push(o.name);
-  for (const v of Object.values(o)) if (v !== null && typeof v === 'object') ecdsNames(v, out);
+  for (const k in o) { const v = o[k]; if (v !== null && typeof v === 'object') ecdsNames(v, out); }
   return out;
 }
 
@@ -54,7 +54,8 @@ export function adsSecretNames(json: unknown, out: string[] = []): string[] {
   const o = json as Json;
   const sds = o.sds_config as Json | undefined;
   if (sds && sds.ads !== undefined && typeof o.name === 'string' && !out.includes(o.name)) out.push(o.name);
-  for (const v of Object.values(o)) if (v !== null && typeof v === 'object') adsSecretNames(v, out);
+  // (for-in, not Object.values: no array per object of every cluster and listener walked)
+  for (const k in o) { const v = o[k]; if (v !== null && typeof v === 'object') adsSecretNames(v, out); }
   return out;
 }
 

@@ -27,7 +27,7 @@ export class TrackedBytes implements TrackedResource {
   private readonly bytes: string;
 
   constructor(typeUrl: string, value: Uint8Array, version: string, hash: string) {
-    this.typeUrl = typeUrl;
+    this.typeUrl = sameTypeUrl(typeUrl);
     this.bytes = Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('latin1');
     this.version = version;
     this.lastUpdated = Date.now();
@@ -37,6 +37,14 @@ export class TrackedBytes implements TrackedResource {
   get json(): Json {
     return decodeAccepted({ type_url: this.typeUrl, value: Buffer.from(this.bytes, 'latin1') });
   }
+}
+
+/** Each resource decodes its own copy of its type URL: keep one string per type, not 80 B per resource. */
+const typeUrls = new Map<string, string>();
+function sameTypeUrl(url: string): string {
+  let same = typeUrls.get(url);
+  if (same === undefined) { same = url; typeUrls.set(url, url); }
+  return same;
 }
 
 /** A hash of what a resource says: of its bytes when it came over ADS (cheaper than its JSON). */
