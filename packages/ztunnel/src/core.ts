@@ -2,7 +2,7 @@
  * Everything skua-ztunnel takes from the shared core (@skua/proxy), in one place, through its
  * public entry modules only.
  */
-export { canonicalIpText, ConfigError, log, setLogLevel, StatsStore } from '@skua/proxy/core';
+export { canonicalIpText, ConfigError, createHttpServer, log, setLogLevel, StatsStore, STATUS_CODES } from '@skua/proxy/core';
 export { ActiveListener, plainListener, type ConnInfo, type TerminalConfig } from '@skua/proxy/listener';
 export {
   compileIstioAuthorization, decideIstio, peerIdentity,

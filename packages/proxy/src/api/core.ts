@@ -1,7 +1,8 @@
 /**
  * @skua/proxy/core — what every program built on the core needs: config errors that name the
  * field, the protobuf-JSON reader, logging (component loggers, Envoy/Istio log formats, one-line
- * errors), drain, stats, Go durations, and the one IPv4-mapped-address canonicaliser. Re-exports only; nothing inside the proxy imports this file.
+ * errors), drain, stats, Go durations, the one IPv4-mapped-address canonicaliser, and node:http's
+ * createServer / STATUS_CODES without its ESM namespace (which loads Node's bundled undici). Re-exports only; nothing inside the proxy imports this file.
  */
 export { ConfigError } from '../core/errors.ts';
 export { Msg } from '../config/fields.ts';
@@ -14,6 +15,7 @@ export { DrainManager, NEVER_DRAIN, type DrainStrategy } from '../core/drain.ts'
 export { StatsStore, Counter, Gauge, Histogram } from '../stats/store.ts';
 export { canonicalIp, canonicalIpText } from '../core/canonical-ip.ts';
 export { formatHostPort } from '../config/address.ts';
+export { createServer as createHttpServer, STATUS_CODES } from '../core/node-http.ts';
 export {
   isIp, isLoopback, sameIp, parseCidrText, parseCidrRange, contains, CidrTable, parseIpInto, formatWords, type CidrRange, type IpFamily,
 } from '../core/cidr.ts';

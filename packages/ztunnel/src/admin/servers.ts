@@ -4,7 +4,7 @@
  * (/healthz/ready: 200 "ready", else 500 "not ready, pending: …").
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { createServer } from '../node-http.ts';
+import { createHttpServer as createServer } from '../core.ts';
 import type { AddressInfo } from 'node:net';
 import { log, setLogLevel } from '../core.ts';
 

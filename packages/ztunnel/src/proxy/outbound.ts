@@ -4,7 +4,7 @@
  * record, then to plain TCP (from the pod, marked so the rules let it out) or to an HBONE CONNECT;
  * bytes are relayed and the outcome recorded once.
  */
-import { STATUS_CODES } from '../node-http.ts';
+import { STATUS_CODES } from '../core.ts';
 import type net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ConnInfo } from '../core.ts';
