@@ -11,6 +11,7 @@ import { Msg } from './config/fields.ts';
 import type { XdsRejection, XdsUpdate } from './xds/types.ts';
 import { startAdmin } from './admin/server.ts';
 import { log } from './core/log.ts';
+import { releaseUnusedHeapSoon } from './core/heap-release.ts';
 import { setLocalNode } from './core/node.ts';
 import { TYPE_URL } from './xds/discovery.ts';
 import { secrets } from './tls/secrets.ts';
@@ -132,6 +133,8 @@ export class ProxyServer {
     await this.listeners.start();
     this.stats.gauge('cluster_manager.active_clusters').set(this.clusters.size);
     this.state = 'LIVE';
+    // The first xDS configuration left the heap far above what stays live: give that back once, now.
+    if (this.bootstrap.dynamic && !this.options.xdsFollower) releaseUnusedHeapSoon();
     this.logStartup();
     log.info(`skua-proxy ${VERSION} live: ${this.listeners.size} listeners, ${this.clusters.size} clusters`);
   }
