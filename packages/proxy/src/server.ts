@@ -133,8 +133,9 @@ export class ProxyServer {
     await this.listeners.start();
     this.stats.gauge('cluster_manager.active_clusters').set(this.clusters.size);
     this.state = 'LIVE';
-    // The first xDS configuration left the heap far above what stays live: give that back once, now.
-    if (this.bootstrap.dynamic && !this.options.xdsFollower) releaseUnusedHeapSoon();
+    // The first xDS configuration left the heap far above what stays live: give that back once, now,
+    // if no connection has come in yet (a pause under traffic would be worse than the memory).
+    if (this.bootstrap.dynamic && !this.options.xdsFollower) releaseUnusedHeapSoon(() => overloadState.accepted > 0);
     this.logStartup();
     log.info(`skua-proxy ${VERSION} live: ${this.listeners.size} listeners, ${this.clusters.size} clusters`);
   }

@@ -4,7 +4,9 @@
  * live, the rest garbage and pooled pages). V8's memory reducer gives that back only once it sees a
  * low allocation rate, which it measures at GCs: an idle proxy has none, so the reducer waits for its
  * ~100 s watchdog (RSS then fell 216 → 175 MB). Doing it once, right after the proxy goes live, costs
- * one pause (~50-100 ms for that heap) before traffic, not one during a later push.
+ * one pause (~50 + ~100 ms for that heap): only while the proxy has served no connection yet (a
+ * sidecar's traffic waits for it to be ready), never under traffic (a static listener may already
+ * serve while xDS initialises: then the reducer's own timing stands).
  * The GC is V8's gc extension with the 'last-resort' flavor (what a low-memory notification runs),
  * taken from a fresh context with --expose-gc set only for that moment: no global `gc` appears.
  */
@@ -26,9 +28,13 @@ function gcExtension(): GcExtension | undefined {
   }
 }
 
-/** Gives the heap's slack back to the OS on the next turn of the event loop (after what is running now). */
-export function releaseUnusedHeapSoon(): void {
+/**
+ * Gives the heap's slack back to the OS on the next turn of the event loop (after what is running
+ * now), unless `served()` says traffic has started.
+ */
+export function releaseUnusedHeapSoon(served: () => boolean = () => false): void {
   setImmediate(() => {
+    if (served()) return;
     const gc = gcExtension();
     if (!gc) return;
     const before = process.memoryUsage();
