@@ -73,3 +73,19 @@ test('the compile cache is flushed: a cold start has written its entries before 
     assert.ok(readdirSync(dir).length > 0);
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
+
+test('once a downstream connection has come in, nothing is collected on purpose (a pause under traffic costs more)', () => {
+  const result = run(`
+    import { getHeapSpaceStatistics } from 'node:v8';
+    const { collectStartUpGarbage } = await import(${JSON.stringify(HEAP)});
+    const { overloadState } = await import(${JSON.stringify(new URL('../src/core/overload.ts', import.meta.url).href)});
+    const newSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
+    const kept = [];
+    for (let i = 0; i < 400_000; i++) { kept.push({ i, s: 'x' + i }); if (kept.length > 100_000) kept.length = 0; }
+    const grown = newSpace();
+    overloadState.accepted = 1;
+    collectStartUpGarbage();
+    process.stdout.write(JSON.stringify({ grown, after: newSpace() }) + '\\n');`);
+  assert.ok((result.grown as number) >= 4 * 2 ** 20, `the young generation grew (sanity): ${String(result.grown)}`);
+  assert.equal(result.after, result.grown, 'not shrunk: no GC was run');
+});

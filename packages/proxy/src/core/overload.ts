@@ -18,6 +18,8 @@ export const overloadState = {
   disableKeepalive: false,
   /** Downstream connections open now (accepted sockets, not internal ones). */
   connections: 0,
+  /** Downstream connections accepted since start (whether the proxy has served traffic yet). */
+  accepted: 0,
   maxConnections: Number.MAX_SAFE_INTEGER,
 };
 

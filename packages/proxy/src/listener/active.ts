@@ -145,6 +145,7 @@ export class ActiveListener {
     if (overloadState.connections >= overloadState.maxConnections) { stats.globalCxOverflow.inc(); socket.destroy(); return; }
     if (overloadState.stopAcceptingConnections) { stats.overloadReject.inc(); socket.destroy(); return; }
     overloadState.connections++;
+    overloadState.accepted++;
     socket.once('close', connectionClosed);
     stats.cxTotal.inc();
     stats.cxActive.inc();
