@@ -22,8 +22,10 @@ test('a name stays subscribed while any owner uses it; the revision moves only w
   const r2 = u.revision;
   u.set('listener/x', ['file-cert']);
   assert.notEqual(u.revision, r2);
+  assert.deepEqual(u.of('listener/x'), ['file-cert']);
   u.delete('cluster/b');
   u.delete('listener/x');
+  assert.deepEqual(u.of('listener/x'), []);
   u.delete('listener/never-set');
   assert.equal(u.names.size, 0);
 });

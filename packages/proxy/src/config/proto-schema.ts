@@ -6,11 +6,11 @@
  * at /ready on a static bootstrap). Options, services and extensions are skipped; packages are directories, as in
  * Envoy's API tree, so an extension's package is read the first time its type is asked for.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import type { FieldSchema, MessageSchema } from './strict.ts';
-import { protoDirs } from '../xds/proto-dirs.ts';
+import { packageFiles, protoDirs } from '../xds/proto-dirs.ts';
 
 /**
  * protobufjs's bundled well-known types (JSON descriptors by file), without the rest of protobufjs
@@ -74,17 +74,9 @@ export class ProtoSchemas {
   }
 
   private loadPackageOf(fullName: string): void {
-    const parts = fullName.split('.');
-    for (let n = parts.length - 1; n > 0; n--) {
-      const rel = parts.slice(0, n).join('/');
-      if (this.triedDirs.has(rel)) continue;
-      this.triedDirs.add(rel);
-      for (const root of this.lazyRoots) {
-        const dir = join(root, rel);
-        if (!existsSync(dir)) continue;
-        for (const f of readdirSync(dir)) if (f.endsWith('.proto')) this.load(`${rel}/${f}`);
-        if (this.messages.has(fullName)) return;
-      }
+    for (const files of packageFiles(fullName, this.lazyRoots, this.triedDirs)) {
+      for (const f of files) this.load(f);
+      if (this.messages.has(fullName)) return;
     }
   }
 

@@ -7,6 +7,7 @@ import { compilePerFilterConfig, type PerFilterCompilers } from './per-filter-co
 import { RetryPolicies, type RetryPolicy } from './retry-policy.ts';
 import { compileMirrorPolicy, type MirrorPolicy } from './mirror.ts';
 import { compileHashPolicies, type HashPolicies } from './hash-policy.ts';
+import { EMPTY_LIST } from '../core/shared-values.ts';
 
 export interface WeightedCluster { readonly name: string; readonly weight: number; readonly requestHeaders: HeaderOps; readonly responseHeaders: HeaderOps }
 
@@ -201,7 +202,7 @@ function compileForward(m: Msg, shared: SharedParts): ForwardAction {
     if (m.has(f)) throw m.error(f, 'is not supported yet');
   }
   const weightedList = m.msg('weighted_clusters')?.list('clusters');
-  const weighted = !weightedList?.length ? NONE : weightedList.map((c) => ({
+  const weighted = !weightedList?.length ? EMPTY_LIST : weightedList.map((c) => ({
     name: c.requiredStr('name'),
     weight: c.num('weight'),
     requestHeaders: c.has('request_headers_to_add') || c.has('request_headers_to_remove') ? compileHeaderOps(c, 'request') : NO_HEADER_OPS,
@@ -212,10 +213,8 @@ function compileForward(m: Msg, shared: SharedParts): ForwardAction {
   if (!cluster && !clusterHeader && weighted.length === 0) throw m.error('cluster', 'one of cluster, cluster_header, weighted_clusters is required');
   const rr = m.msg('regex_rewrite');
   const upgradeList = m.list('upgrade_configs');
-  const upgrades = upgradeList.length ? new Map<string, { enabled: boolean; terminateConnect: boolean }>() : NO_UPGRADES;
-  for (const u of upgradeList) {
-    (upgrades as Map<string, { enabled: boolean; terminateConnect: boolean }>).set(u.requiredStr('upgrade_type').toLowerCase(), { enabled: u.bool('enabled', true), terminateConnect: u.has('connect_config') });
-  }
+  const upgrades = upgradeList.length === 0 ? NO_UPGRADES
+    : new Map(upgradeList.map((u) => [u.requiredStr('upgrade_type').toLowerCase(), { enabled: u.bool('enabled', true), terminateConnect: u.has('connect_config') }]));
   return {
     kind: 'forward',
     cluster,
@@ -230,7 +229,7 @@ function compileForward(m: Msg, shared: SharedParts): ForwardAction {
     idleTimeoutMs: m.durationMs('idle_timeout', 0),
     upgrades,
     retryPolicy: m.has('retry_policy') ? shared.retryPolicy.get(m.requiredMsg('retry_policy')) : undefined,
-    mirrors: m.has('request_mirror_policies') ? m.list('request_mirror_policies').map(compileMirrorPolicy) : NONE,
+    mirrors: m.has('request_mirror_policies') ? m.list('request_mirror_policies').map(compileMirrorPolicy) : EMPTY_LIST,
     hashPolicies: compileHashPolicies(m.list('hash_policy')),
     grpcTimeout: readGrpcTimeout(m),
   };
@@ -252,8 +251,7 @@ function readGrpcTimeout(m: Msg): ForwardAction['grpcTimeout'] {
   return undefined;
 }
 
-/** Empty parts shared by every route that has none (frozen: routes are read, never changed). */
-const NONE: readonly never[] = Object.freeze([]);
+/** Empty parts shared by every route that has none (routes are read, never changed). */
 const NO_UPGRADES: ReadonlyMap<string, { enabled: boolean; terminateConnect: boolean }> = new Map();
 const NO_GRPC_TIMEOUT_CAP = Object.freeze({ maxMs: 0, offsetMs: 0 });
 

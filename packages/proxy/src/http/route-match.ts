@@ -3,6 +3,7 @@ import { readFractionalPercent } from '../config/percent.ts';
 import { compileStringMatcher } from '../matchers/string-matcher.ts';
 import { compileRe2 } from '../matchers/regex.ts';
 import { compilePolicyHeaderMatcher } from '../policy/header-matcher.ts';
+import { EMPTY_LIST } from '../core/shared-values.ts';
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -41,12 +42,11 @@ export function compileRouteMatch(m: Msg): CompiledMatch {
   for (const h of m.list('headers')) headers.push(compileHeaderMatcher(h));
   for (const q of m.list('query_parameters')) headers.push(compileQueryParameterMatcher(q));
   // Most routes have none: one shared empty list (a mesh's 5,000 routes held 5,000).
-  const predicates = headers.length ? headers : NO_PREDICATES;
+  const predicates = headers.length ? headers : EMPTY_LIST;
   if (m.has('connect_matcher')) return { connect: true, path: anyPath, headers: predicates };
   return { connect: false, path: compilePathMatch(m, caseSensitive), headers: predicates };
 }
 
-const NO_PREDICATES: readonly HeaderPredicate[] = Object.freeze([]);
 /** Prefix '' and '/' (nearly every mesh route): shared predicates, not a closure (and its context) per route. */
 const anyPath = (): boolean => true;
 const slashPath = (p: string): boolean => p.charCodeAt(0) === 47;

@@ -6,7 +6,7 @@ import { logger } from '../core/log.ts';
 import { secrets as threadSecrets, type SecretStore } from './secrets.ts';
 import { compileValidation, type ValidationConfig } from './validation.ts';
 import { sharedClientContext } from './shared-context.ts';
-import { sameValue } from '../core/same-value.ts';
+import { sharedValue } from '../core/shared-values.ts';
 import type { TypedSanMatcher } from '../matchers/san.ts';
 
 const log = logger('secret');
@@ -59,7 +59,7 @@ export class TlsSettings {
     this.validationSecret = o.validationSecret;
     this.defaultValidation = o.defaultValidation;
     this.store = o.store ?? threadSecrets;
-    this.secretNames = sameValue('tls-secret-names', [o.certSecret, o.validationSecret].filter((n): n is string => n !== undefined));
+    this.secretNames = sharedValue('tls-secret-names', [o.certSecret, o.validationSecret].filter((n): n is string => n !== undefined));
     if (this.secretNames.length === 0) {
       // Static: bad material is a config error at load time.
       this.state = buildState(this.base, this.defaultValidation, undefined);
@@ -189,8 +189,8 @@ function compileCommon(m: Msg | undefined, path: string, store: SecretStore | un
     validationSecret = sdsName(combined.requiredMsg('validation_context_sds_secret_config'));
   }
   // TLS parameters and ALPN are the same on thousands of istiod's clusters: one shared copy (not the certificate or key).
-  const shared = base.cert === undefined && base.key === undefined ? sameValue('tls-params', base) : base;
-  return build(m.path, { alpn: sameValue('alpn', m.strList('alpn_protocols')), base: shared, certSecret, validationSecret, defaultValidation, store });
+  const shared = base.cert === undefined && base.key === undefined ? sharedValue('tls-params', base) : base;
+  return build(m.path, { alpn: sharedValue('alpn', m.strList('alpn_protocols')), base: shared, certSecret, validationSecret, defaultValidation, store });
 }
 
 function build(path: string, init: TlsSettingsInit): TlsSettingsInit {

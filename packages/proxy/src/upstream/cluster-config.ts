@@ -6,7 +6,8 @@ import { compileHashLbConfig, type HashLbConfig } from './lb-hash.ts';
 import { compileOutlierDetection, type OutlierConfig } from './outlier.ts';
 import { readUpstreamBind } from './bind-config.ts';
 import { readUpstreamMetadataExchange } from './cluster-filters.ts';
-import { NONE, sameLimits, sameLocalityName } from './config-sharing.ts';
+import { sameLimits } from './config-sharing.ts';
+import { EMPTY_LIST, sharedString } from '../core/shared-values.ts';
 
 const HTTP_PROTOCOL_OPTIONS = 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
 const HTTP_PROTOCOL_OPTIONS_URL = 'type.googleapis.com/' + HTTP_PROTOCOL_OPTIONS;
@@ -146,7 +147,7 @@ export function compileCluster(m: Msg, keepSource = true): ClusterConfig {
   const internalUpstream = readInternalUpstream(m.msg('transport_socket'));
   const tls = internalUpstream ? undefined : readTransportSocket(m.msg('transport_socket'));
   const socketMatchList = m.list('transport_socket_matches');
-  const socketMatches = socketMatchList.length === 0 ? NONE : socketMatchList.map((t) => ({
+  const socketMatches = socketMatchList.length === 0 ? EMPTY_LIST : socketMatchList.map((t) => ({
     name: t.requiredStr('name'),
     match: (t.msg('match')?.raw ?? {}) as Record<string, unknown>,
     tls: readTransportSocket(t.requiredMsg('transport_socket')),
@@ -156,7 +157,7 @@ export function compileCluster(m: Msg, keepSource = true): ClusterConfig {
     type,
     lbPolicy,
     connectTimeoutMs: m.durationMs('connect_timeout', 5000),
-    endpoints: type === 'EDS' ? NONE : checkInternalEndpoints(m, readEndpoints(m, type), tls !== undefined || socketMatches.length > 0, protocol.protocol),
+    endpoints: type === 'EDS' ? EMPTY_LIST : checkInternalEndpoints(m, readEndpoints(m, type), tls !== undefined || socketMatches.length > 0, protocol.protocol),
     edsServiceName,
     dnsFamily: m.enumOf('dns_lookup_family', DNS_FAMILIES),
     dnsRefreshMs: m.durationMs('dns_refresh_rate', 5000),
@@ -185,7 +186,6 @@ export function compileCluster(m: Msg, keepSource = true): ClusterConfig {
   };
 }
 
-
 const PRIORITIES = ['DEFAULT', 'HIGH'] as const;
 const THRESHOLD_FIELDS = ['priority', 'max_connections', 'max_pending_requests', 'max_requests', 'max_retries', 'track_remaining'];
 
@@ -203,7 +203,6 @@ function readLimits(t: Msg | undefined): CircuitBreakerLimits {
     trackRemaining: t?.bool('track_remaining') ?? false,
   });
 }
-
 
 /** circuit_breakers: one thresholds entry per priority (a repeated priority is an error, as in Envoy). */
 function readCircuitBreakers(m: Msg): { normal: CircuitBreakerLimits; high: CircuitBreakerLimits; perHostMaxConnections: number } {
@@ -249,7 +248,6 @@ function readEndpoints(m: Msg, type: ClusterConfig['type']): EndpointConfig[] {
   return readLoadAssignment(la, type);
 }
 
-
 /** A ClusterLoadAssignment's endpoints (static load_assignment, or an EDS resource). */
 export function readLoadAssignment(la: Msg, type: ClusterConfig['type']): EndpointConfig[] {
   const out: EndpointConfig[] = [];
@@ -258,8 +256,8 @@ export function readLoadAssignment(la: Msg, type: ClusterConfig['type']): Endpoi
     // Envoy reads an unset locality weight as 0 (it only matters with locality_weighted_lb_config).
     const localityWeight = locality.num('load_balancing_weight', 0);
     const loc = locality.msg('locality');
-    const zone = sameLocalityName(loc?.str('zone') ?? '');
-    const region = sameLocalityName(loc?.str('region') ?? ''), subZone = sameLocalityName(loc?.str('sub_zone') ?? '');
+    const zone = sharedString(loc?.str('zone') ?? '');
+    const region = sharedString(loc?.str('region') ?? ''), subZone = sharedString(loc?.str('sub_zone') ?? '');
     for (const lbe of locality.list('lb_endpoints')) {
       if (lbe.has('endpoint_name')) throw lbe.error('endpoint_name', 'named endpoints are not supported');
       const ep = lbe.requiredMsg('endpoint');

@@ -154,8 +154,8 @@ export class DynamicConfig implements XdsHandler {
       case TYPE_URL.cluster: return { wildcard: true, names: NO_NAMES };
       case TYPE_URL.listener: return { wildcard: this.cdsInitDone, names: NO_NAMES };
       case TYPE_URL.endpoint: return { wildcard: false, names: this.eds.names, revision: this.eds.revision };
-      case TYPE_URL.route: return { wildcard: false, names: this.lds.routeNames() };
-      case TYPE_URL.extension: return { wildcard: false, names: this.lds.extensionNames() };
+      case TYPE_URL.route: return { wildcard: false, names: this.lds.routeNames.names, revision: this.lds.routeNames.revision };
+      case TYPE_URL.extension: return { wildcard: false, names: this.lds.extensionNames.names, revision: this.lds.extensionNames.revision };
       case TYPE_URL.secret: return { wildcard: false, names: this.adsSecrets.names, revision: this.adsSecrets.revision };
       default: return { wildcard: this.sinks.get(typeUrl)?.wildcard === true, names: NO_NAMES };
     }

@@ -15,7 +15,7 @@ import type { XdsRejection, XdsUpdate } from './types.ts';
 import { track, type ErrorLog, type TrackedResource } from './state.ts';
 import type { InitialFetchTimers } from './fetch-timers.ts';
 import { adsSecretNames, compileOrWait, contentHash, ecdsNames, rdsSubscriptions, type RdsSubscription } from './resource-refs.ts';
-import type { NameUnion } from './name-union.ts';
+import { NameUnion } from './name-union.ts';
 
 const log = logger('config');
 /** Envoy logs listener adds under its upstream logger (lds: add/update listener ...). */
@@ -50,24 +50,14 @@ export class DynamicListeners {
   readonly warming = new Map<string, WarmingListener>();
   /** RDS subscriptions of each listener (active or warming). */
   private readonly routes = new Map<string, readonly RdsSubscription[]>();
-  /** ECDS names each listener's filters take their config from. */
-  private readonly extensions = new Map<string, readonly string[]>();
+  /** The RDS names of every listener (the RDS interest). */
+  readonly routeNames = new NameUnion();
+  /** The ECDS names each listener's filters take their config from (the ECDS interest). */
+  readonly extensionNames = new NameUnion();
   private readonly deps: ListenerDeps;
 
   constructor(deps: ListenerDeps) {
     this.deps = deps;
-  }
-
-  routeNames(): Set<string> {
-    const names = new Set<string>();
-    for (const list of this.routes.values()) for (const s of list) names.add(s.name);
-    return names;
-  }
-
-  extensionNames(): Set<string> {
-    const names = new Set<string>();
-    for (const list of this.extensions.values()) for (const n of list) names.add(n);
-    return names;
   }
 
   async applyListeners(u: XdsUpdate, out: XdsRejection[]): Promise<void> {
@@ -138,7 +128,7 @@ export class DynamicListeners {
   /** ECDS configs changed: active listeners using them are rebuilt and updated in place (connections drain). */
   async rebuildUsing(changed: ReadonlySet<string>): Promise<void> {
     for (const [name, tracked] of this.active) {
-      if (this.warming.has(name) || !(this.extensions.get(name) ?? []).some((n) => changed.has(n))) continue;
+      if (this.warming.has(name) || !this.extensionNames.of(name).some((n) => changed.has(n))) continue;
       this.warming.set(name, { tracked, config: undefined, routes: this.routes.get(name) ?? [] });
     }
     await this.promote();
@@ -214,14 +204,17 @@ export class DynamicListeners {
   }
 
   private track(name: string, json: Json): void {
-    this.routes.set(name, rdsSubscriptions(json));
-    this.extensions.set(name, ecdsNames(json));
+    const routes = rdsSubscriptions(json);
+    this.routes.set(name, routes);
+    this.routeNames.set(name, routes.map((r) => r.name));
+    this.extensionNames.set(name, ecdsNames(json));
     this.deps.adsSecrets.set(`listener/${name}`, adsSecretNames(json));
   }
 
   private untrack(name: string): void {
     this.routes.delete(name);
-    this.extensions.delete(name);
+    this.routeNames.delete(name);
+    this.extensionNames.delete(name);
     this.deps.adsSecrets.delete(`listener/${name}`);
   }
 }

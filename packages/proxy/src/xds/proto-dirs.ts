@@ -45,3 +45,22 @@ export function protoDirs(): { deps: string; ownDir: string; includes: string[];
   protoFiles(ownDir, 'istio', ownFiles);
   return { deps, ownDir, includes, ownFiles };
 }
+
+/**
+ * The .proto files (relative to their include root) of each package directory `fullName` may be
+ * in, longest first: in Envoy's API tree packages are directories, so a type's files are found
+ * without an index. A directory is offered once per `tried` set, and only where `allowed` says.
+ * Callers stop at the first batch that defines the name.
+ */
+export function* packageFiles(fullName: string, roots: readonly string[], tried: Set<string>, allowed: (rel: string) => boolean = () => true): Generator<string[]> {
+  const parts = fullName.split('.');
+  for (let n = parts.length - 1; n > 0; n--) {
+    const rel = parts.slice(0, n).join('/');
+    if (tried.has(rel) || !allowed(rel)) continue;
+    tried.add(rel);
+    for (const root of roots) {
+      const dir = join(root, rel);
+      if (existsSync(dir)) yield readdirSync(dir).filter((f) => f.endsWith('.proto')).sort().map((f) => `${rel}/${f}`);
+    }
+  }
+}

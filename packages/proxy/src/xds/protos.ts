@@ -3,11 +3,11 @@
  * with the xds/udpa, validate and googleapis protos they import) plus Skua's own
  * declarations of Istio's filter configs, in one protobufjs Root filled on use.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import protobuf from 'protobufjs';
 import type { Enum, Root, Type } from 'protobufjs';
-import { protoDirs, protoFiles } from './proto-dirs.ts';
+import { packageFiles, protoDirs, protoFiles } from './proto-dirs.ts';
 
 /** Directories whose .proto files are all loaded (relative to the include root they live in). */
 const LOADED_TREES: ReadonlyArray<readonly [string, string]> = [
@@ -105,17 +105,9 @@ function loadFiles(s: ProtoState, files: readonly string[]): void {
 
 /** Loads the package directory `fullName` belongs to (longest first), until the name is known. */
 function loadPackageOf(s: ProtoState, fullName: string): void {
-  const parts = fullName.split('.');
-  for (let n = parts.length - 1; n > 0; n--) {
-    const rel = parts.slice(0, n).join('/');
-    if (s.triedDirs.has(rel) || !inLoadedTrees(rel)) continue;
-    s.triedDirs.add(rel);
-    for (const base of s.lazyRoots) {
-      const dir = join(base, rel);
-      if (!existsSync(dir)) continue;
-      loadFiles(s, readdirSync(dir).filter((f) => f.endsWith('.proto')).sort().map((f) => `${rel}/${f}`));
-      if (known(s.root, fullName)) return;
-    }
+  for (const files of packageFiles(fullName, s.lazyRoots, s.triedDirs, inLoadedTrees)) {
+    loadFiles(s, files);
+    if (known(s.root, fullName)) return;
   }
 }
 
@@ -140,7 +132,6 @@ export function xdsRootComplete(): Root {
   const files: string[] = [];
   for (const [inc, rel] of LOADED_TREES) protoFiles(join(deps, inc), rel, files);
   loadFiles(s, files);
-  for (const [, rel] of LOADED_TREES) s.triedDirs.add(rel);
   return s.root;
 }
 

@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import { decodeAccepted } from './decode.ts';
 import type { XdsRejection, XdsResource } from './types.ts';
+import { sharedString } from '../core/shared-values.ts';
 
 type Json = Record<string, unknown>;
 
@@ -27,7 +28,8 @@ export class TrackedBytes implements TrackedResource {
   private readonly bytes: string;
 
   constructor(typeUrl: string, value: Uint8Array, version: string, hash: string) {
-    this.typeUrl = sameTypeUrl(typeUrl);
+    // Each resource decodes its own copy of its type URL: one string per type, not 80 B per resource.
+    this.typeUrl = sharedString(typeUrl);
     this.bytes = Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('latin1');
     this.version = version;
     this.lastUpdated = Date.now();
@@ -39,13 +41,6 @@ export class TrackedBytes implements TrackedResource {
   }
 }
 
-/** Each resource decodes its own copy of its type URL: keep one string per type, not 80 B per resource. */
-const typeUrls = new Map<string, string>();
-function sameTypeUrl(url: string): string {
-  let same = typeUrls.get(url);
-  if (same === undefined) { same = url; typeUrls.set(url, url); }
-  return same;
-}
 
 /** A hash of what a resource says: of its bytes when it came over ADS (cheaper than its JSON). */
 export function resourceHash(r: XdsResource): string {
