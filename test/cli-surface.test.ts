@@ -215,6 +215,7 @@ describe('logging: levels per component, formats, start-up lines', { timeout: 12
       assert.equal(await get(proxy, '/ok'), 200);
       assert.equal(await get(proxy, '/dead'), 503);
       assert.equal(await get(proxy, '/nowhere'), 404);
+      await proxy.waitForStderr(/\/nowhere → 404/);
       const err = proxy.stderr();
       assert.match(err, new RegExp(`\\[debug\\]\\[http\\] \\[C\\d+\\] GET 127\\.0\\.0\\.1:${proxy.ports.http}/ok → 200 flags - cluster 'backend' host 127\\.0\\.0\\.1:${backend.port}`));
       assert.match(err, /\[debug\]\[router\] \[C\d+\] upstream 127\.0\.0\.1:1 for GET .*\/dead: connect-failure \(ECONNREFUSED/);
@@ -226,6 +227,7 @@ describe('logging: levels per component, formats, start-up lines', { timeout: 12
   test('--component-log-level http:debug under -l info: http lines only; router stays at info', async () => {
     await withProxy(['--component-log-level', 'http:debug'], 'info', async (proxy) => {
       assert.equal(await get(proxy, '/dead'), 503);
+      await proxy.waitForStderr(/\/dead → 503/);
       const err = proxy.stderr();
       assert.match(err, /\[debug\]\[http\] .*\/dead → 503 flags UF/);
       assert.doesNotMatch(err, /\[router\]/);
@@ -257,6 +259,7 @@ describe('logging: levels per component, formats, start-up lines', { timeout: 12
     await withProxy(['--log-format', '{"t":"%Y-%m-%dT%T.%eZ","level":"%l","logger":"%n","msg":"%j"}'], 'debug', async (proxy) => {
       assert.equal(await get(proxy, '/ok'), 200);
       assert.equal(await get(proxy, '/nowhere'), 404);
+      await proxy.waitForStderr(/\/nowhere → 404/);
       const lines = proxy.stderr().trim().split('\n');
       assert.ok(lines.length >= 3, proxy.stderr());
       const parsed = lines.map((l) => JSON.parse(l) as { t: string; level: string; logger: string; msg: string });

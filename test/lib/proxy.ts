@@ -68,6 +68,17 @@ export interface StartOptions {
 
 export interface AdminReply { readonly status: number; readonly body: string; readonly headers: Headers }
 
+/** Waits until `text()` has a line matching `re` and returns that line. */
+async function waitForLine(what: string, text: () => string, re: RegExp, timeoutMs: number): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const line = text().split('\n').find((l) => re.test(l));
+    if (line !== undefined) return line;
+    if (Date.now() > deadline) throw new Error(`no ${what} line matching ${re} within ${timeoutMs} ms; ${what}:\n${text().slice(-4000)}`);
+    await sleep(25);
+  }
+}
+
 export interface RunningProxy {
   readonly pid: number;
   readonly adminUrl: string;
@@ -80,6 +91,8 @@ export interface RunningProxy {
   stderr(): string;
   /** Waits until stdout has a line matching `re` and returns that line. */
   waitForStdout(re: RegExp, timeoutMs?: number): Promise<string>;
+  /** The same for stderr (log lines: a request's is written when it completes, after its response). */
+  waitForStderr(re: RegExp, timeoutMs?: number): Promise<string>;
   /** VmRSS of the proxy process in bytes. */
   rss(): number;
   admin(pathAndQuery: string, method?: string): Promise<AdminReply>;
@@ -173,15 +186,8 @@ export async function startProxy(build: (ports: PortBook) => Json, opts: StartOp
       pid: child.pid ?? -1, adminUrl, ports: assigned, configPath, bootstrap, exited,
       stdout: out.text,
       stderr: err.text,
-      async waitForStdout(re, timeoutMs = 5000) {
-        const deadline = Date.now() + timeoutMs;
-        for (;;) {
-          const line = out.text().split('\n').find((l) => re.test(l));
-          if (line !== undefined) return line;
-          if (Date.now() > deadline) throw new Error(`no stdout line matching ${re} within ${timeoutMs} ms; stdout:\n${out.text().slice(-4000)}`);
-          await sleep(25);
-        }
-      },
+      waitForStdout: (re, timeoutMs = 5000) => waitForLine('stdout', out.text, re, timeoutMs),
+      waitForStderr: (re, timeoutMs = 5000) => waitForLine('stderr', err.text, re, timeoutMs),
       rss: () => vmRssBytes(child.pid ?? -1),
       async admin(p, method = 'GET') {
         const res = await fetch(adminUrl + p, { method, signal: AbortSignal.timeout(10_000) });
