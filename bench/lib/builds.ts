@@ -37,6 +37,7 @@ export function shippedNodeOptions(ref?: string): string {
 }
 
 const WARM = 'packages/proxy/bin/warm-compile-cache.js';
+const V8_FLAGS = 'packages/proxy/bin/v8-flags.js';
 
 /** Extract `ref`'s packages/proxy under `tmp`; returns its bin (or src/main.ts for refs before the bin). */
 export function extractRef(ref: string, tmp: string): string {
@@ -52,7 +53,11 @@ export function extractRef(ref: string, tmp: string): string {
     symlinkSync(path.join(REPO_ROOT, 'packages/proxy/node_modules'), path.join(dir, 'packages/proxy/node_modules'));
     symlinkSync(path.join(REPO_ROOT, 'packages/proxy/native'), path.join(dir, 'packages/proxy/native'));
     // A ref older than the warm-up script borrows this checkout's (it only imports the ref's own modules).
-    if (existsSync(path.join(dir, 'packages/proxy/bin')) && !existsSync(path.join(dir, WARM))) copyFileSync(path.join(REPO_ROOT, WARM), path.join(dir, WARM));
+    // It imports its sibling v8-flags.js, which such a ref lacks too (the ref's bin does not re-exec with
+    // those flags, so its starts may miss the cache: RSS then includes type stripping, CPU barely moves).
+    for (const file of [WARM, V8_FLAGS]) {
+      if (existsSync(path.join(dir, 'packages/proxy/bin')) && !existsSync(path.join(dir, file))) copyFileSync(path.join(REPO_ROOT, file), path.join(dir, file));
+    }
   }
   const bin = path.join(dir, DEFAULT_SKUA_MAIN);
   return existsSync(bin) ? bin : path.join(dir, 'packages/proxy/src/main.ts');

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import protobuf from 'protobufjs';
 import type { Enum, Root, Type } from 'protobufjs';
 import { packageFiles, protoDirs, protoFiles } from './proto-dirs.ts';
+import { ownCopy, ownProtoStrings, type OwnedObjects } from './proto-strings.ts';
 
 /** Directories whose .proto files are all loaded (relative to the include root they live in). */
 const LOADED_TREES: ReadonlyArray<readonly [string, string]> = [
@@ -34,6 +35,8 @@ interface ProtoState {
   readonly lazyRoots: readonly string[];
   readonly canLoad: (target: string) => boolean;
   readonly triedDirs: Set<string>;
+  /** Reflection objects whose strings have storage of their own (proto-strings.ts). */
+  readonly owned: OwnedObjects;
 }
 
 let state: ProtoState | undefined;
@@ -46,7 +49,8 @@ function protoState(): ProtoState {
   const canLoad = loadableCheck(root);
   root.loadSync(ownFiles, { keepCase: true });
   root.resolveAll();
-  state = { root, lazyRoots: [join(deps, 'envoy-api'), join(deps, 'xds')], canLoad, triedDirs: new Set() };
+  state = { root, lazyRoots: [join(deps, 'envoy-api'), join(deps, 'xds')], canLoad, triedDirs: new Set(), owned: new WeakMap() };
+  ownProtoStrings(root, state.owned);
   return state;
 }
 
@@ -79,7 +83,7 @@ function loadableCheck(root: Root): (target: string) => boolean {
     if (path === null || !path.startsWith('/')) ok = path !== null && path.startsWith('google/protobuf/');
     else {
       for (const m of readFileSync(path, 'utf8').matchAll(/^\s*import\s+(?:public\s+|weak\s+)?"([^"]+)"/gm)) {
-        if (!canLoad(copyOf(m[1]))) { ok = false; break; }
+        if (!canLoad(ownCopy(m[1]))) { ok = false; break; }
       }
     }
     loadable.set(target, ok);
@@ -87,9 +91,6 @@ function loadableCheck(root: Root): (target: string) => boolean {
   };
   return canLoad;
 }
-
-/** A string with storage of its own (V8 copies what it parses). */
-const copyOf = (s: string): string => JSON.parse(JSON.stringify(s)) as string;
 
 function inLoadedTrees(rel: string): boolean {
   return LOADED_TREES.some(([, tree]) => rel === tree || rel.startsWith(`${tree}/`));
@@ -101,6 +102,7 @@ function loadFiles(s: ProtoState, files: readonly string[]): void {
   s.root.loadSync(wanted as string[], { keepCase: true });
   // Only what was just added is walked (protobufjs marks the namespaces it added to).
   s.root.resolveAll();
+  ownProtoStrings(s.root, s.owned);
 }
 
 /** Loads the package directory `fullName` belongs to (longest first), until the name is known. */
