@@ -62,7 +62,7 @@ test("a listener of a program's own terminal (ztunnel's pods) loads neither HCM 
     await l.listen(false);
     l.close();
     process.stdout.write(JSON.stringify(loaded));`;
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', cwd: new URL('..', import.meta.url).pathname });
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', cwd: new URL('..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'pipe'] });
   const loaded = (JSON.parse(out) as string[]).filter((u) => u.startsWith(SRC)).map((u) => u.slice(SRC.length));
   assert.ok(loaded.includes('listener/active.ts'), 'the listener is loaded (sanity)');
   for (const dir of ['http/', 'upstream/', 'filters/network/http_connection_manager/', 'filters/network/tcp_proxy/']) {
@@ -80,7 +80,7 @@ function modulesLoadedCompiling(yaml: string): string[] {
     const { parse } = await import('yaml');
     compileBootstrap(parse(${JSON.stringify(yaml)}));
     process.stdout.write(JSON.stringify(loaded));`;
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', cwd: new URL('..', import.meta.url).pathname });
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', cwd: new URL('..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'pipe'] });
   return (JSON.parse(out) as string[]).filter((u) => u.startsWith(SRC)).map((u) => u.slice(SRC.length));
 }
 
@@ -116,6 +116,34 @@ test('a config naming a filter loads that filter and not the others', () => {
           - { name: envoy.filters.http.cors, typed_config: { "@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors } }`));
   assert.ok(loaded.includes('filters/http/cors/config.ts'));
   assert.deepEqual(loaded.filter((u) => u.startsWith('filters/http/ext_authz/') || u.startsWith('filters/http/jwt_authn/')), []);
+});
+
+const ADS_BOOTSTRAP = `
+node: { id: "sidecar~10.0.0.1~a.ns~ns.svc.cluster.local", cluster: a.ns }
+dynamic_resources:
+  ads_config: { api_type: GRPC, transport_api_version: V3, grpc_services: [{ envoy_grpc: { cluster_name: xds-grpc } }] }
+  cds_config: { ads: {}, resource_api_version: V3 }
+  lds_config: { ads: {}, resource_api_version: V3 }
+static_resources:
+  clusters:
+  - name: xds-grpc
+    type: STATIC
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: { http2_protocol_options: {} }
+    load_assignment:
+      cluster_name: xds-grpc
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: 15010 } } } }] }]
+`;
+
+test("an ADS bootstrap's field check reads names only: no protobufjs reflection for the Bootstrap's ~60 imports", () => {
+  const loaded = modulesLoadedCompiling(ADS_BOOTSTRAP);
+  assert.ok(loaded.includes('config/proto-schema.ts'), 'the field-name check is loaded (sanity)');
+  assert.deepEqual(loaded.filter((u) => u === 'xds/protos.ts' || u === 'config/schema-protobufjs.ts'), []);
+  // The check still refuses an unknown field of a dynamic bootstrap, naming it.
+  assert.throws(() => modulesLoadedCompiling(ADS_BOOTSTRAP.replace('  cds_config:', '  cds_confg: {}\n  cds_config:')), /cds_confg/);
 });
 
 test('skua-proxy over a static bootstrap loads no gRPC, ADS client, xDS decoder, protobufjs or pilot-agent module', () => {
@@ -180,6 +208,6 @@ test("no module imports node:http's ESM namespace, which loads Node's bundled un
   const script = `
     for (const m of ['server.ts', 'admin/server.ts', 'agent/run-agent.ts', 'agent/status-server.ts', 'agent/app-probers.ts', 'http/h1/server.ts']) await import(${JSON.stringify(SRC)} + m);
     process.stdout.write(JSON.stringify(process.moduleLoadList.filter((m) => /deps\\/undici|webstreams/.test(m))));`;
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', cwd: new URL('..', import.meta.url).pathname });
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', cwd: new URL('..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'pipe'] });
   assert.deepEqual(JSON.parse(out), []);
 });
