@@ -10,7 +10,9 @@ interface SampleNode { callFrame: { functionName: string; url: string; lineNumbe
 
 /** The inspector's WebSocket URL from the process's stderr ("Debugger listening on ws://..."). */
 export function inspectorUrl(stderr: string): string | undefined {
-  return /Debugger listening on (ws:\/\/\S+)/.exec(stderr)?.[1];
+  // The last one: bin/skua-proxy.js restarts itself with its V8 flags (process.execve), and the
+  // inspector of the process it replaced printed a URL first.
+  return [...stderr.matchAll(/Debugger listening on (ws:\/\/\S+)/g)].at(-1)?.[1];
 }
 
 async function session(url: string): Promise<{ call: (method: string, params?: object) => Promise<unknown>; close: () => void }> {
@@ -36,8 +38,9 @@ async function session(url: string): Promise<{ call: (method: string, params?: o
 export async function memoryBreakdown(url: string): Promise<string> {
   const s = await session(url);
   try {
-    const expr = `(() => { const v8 = process.binding ? require('node:v8') : null; const mb = (n) => (n / 1048576).toFixed(1);
-      const m = process.memoryUsage(); const spaces = require('node:v8').getHeapSpaceStatistics().map((x) => x.space_name.replace('_space', '') + ' ' + mb(x.physical_space_size) + '/' + mb(x.space_used_size)).join(', ');
+    // process.getBuiltinModule: an ES-module main has no require in the inspector's scope.
+    const expr = `(() => { const mb = (n) => (n / 1048576).toFixed(1);
+      const m = process.memoryUsage(); const spaces = process.getBuiltinModule('node:v8').getHeapSpaceStatistics().map((x) => x.space_name.replace('_space', '') + ' ' + mb(x.physical_space_size) + '/' + mb(x.space_used_size)).join(', ');
       return 'rss ' + mb(m.rss) + ', heapTotal ' + mb(m.heapTotal) + ', heapUsed ' + mb(m.heapUsed) + ', external ' + mb(m.external) + ' (arrayBuffers ' + mb(m.arrayBuffers) + ') MB; spaces physical/used: ' + spaces; })()`;
     const r = await s.call('Runtime.evaluate', { expression: expr, includeCommandLineAPI: true, returnByValue: true }) as { result: { value?: string; description?: string } };
     return r.result.value ?? r.result.description ?? '';
