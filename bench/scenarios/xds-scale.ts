@@ -59,9 +59,9 @@ const MAX_BLOCK_MS = 50;
 const MAX_P99_RATIO = 2;
 /**
  * What a sidecar runs with: the proxy image's NODE_OPTIONS cap V8's young generation at 2 x 4 MB and
- * bin/skua-proxy.js sets --heap-growing-percent=50 (issue 13, branch h-perf; not on main yet, so named
- * here). The young generation's size decides how long each scavenge of a push's garbage takes, so a
- * push measured with V8's default 2 x 16 MB would not be the push that ships.
+ * bin/skua-proxy.js starts with --heap-growing-percent=50 (bin/v8-flags.js; named here for a
+ * --skua-before build older than that). The young generation's size decides how long each scavenge
+ * of a push's garbage takes, so a push measured with V8's default 2 x 16 MB would not be the push that ships.
  */
 const SHIPPED_V8_FLAGS = ['--max-semi-space-size=4', '--heap-growing-percent=50'];
 /** Rows of the `--skua-before` build start with this. */

@@ -6,11 +6,11 @@
  * stripping's compiler (amaro).
  */
 import { test } from 'node:test';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { HTTP_FILTER_ENTRIES, HTTP_FILTERS_BY_NAME, HTTP_FILTERS_BY_URL } from '../src/filters/http/registry.ts';
 import { NETWORK_FILTER_ENTRIES, NETWORK_FILTERS_BY_NAME, NETWORK_FILTERS_BY_URL, NETWORK_TERMINAL_ENTRIES } from '../src/filters/network/registry.ts';
 import { HCM_TERMINAL } from '../src/filters/network/http_connection_manager/terminal.ts';
@@ -183,6 +183,35 @@ test('bin/skua-proxy.js keeps a compile cache: a second start does not load the 
     assert.match(start(), /AMARO true/, 'the first start strips types');
     assert.ok(readdirSync(join(dir, 'node-compile-cache')).length > 0, 'the cache was written');
     assert.match(start(), /AMARO false/, 'the second start reads the cache');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test("warm-compile-cache.js fills the cache an ADS sidecar's start reads: V8 accepts every entry it finds", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'skua-cc-ads-'));
+  try {
+    const bin = new URL('../bin/', import.meta.url).pathname;
+    const env = { ...process.env, NODE_COMPILE_CACHE: join(dir, 'cache'), NODE_DISABLE_COMPILE_CACHE: undefined, NODE_OPTIONS: '--max-semi-space-size=4' };
+    execFileSync(process.execPath, [join(bin, 'warm-compile-cache.js')], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    // No control plane answers: the start loads the ADS client, the xDS decoders and protobufjs, then waits.
+    const file = join(dir, 'ads.yaml');
+    writeFileSync(file, ADS_BOOTSTRAP.replace('port_value: 15010', 'port_value: 1'));
+    const proxy = spawn(process.execPath, [join(bin, 'skua-proxy.js'), '-c', file, '-l', 'warn'], { env: { ...env, NODE_DEBUG_NATIVE: 'COMPILE_CACHE' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    proxy.stderr.setEncoding('utf8');
+    proxy.stderr.on('data', (d: string) => { log += d; });
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!/V8 code cache for ESM \S+\/src\/xds\/decode\.ts was/.test(log)) {
+        assert.ok(Date.now() < deadline && proxy.exitCode === null, `the ADS start did not load xds/decode.ts:\n${log.slice(-2000)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } finally {
+      proxy.kill('SIGKILL');
+    }
+    const rejected = log.split('\n').filter((l) => l.includes(' was rejected'));
+    const accepted = log.split('\n').filter((l) => l.includes(' was accepted'));
+    assert.ok(accepted.length > 150, `${accepted.length} entries accepted`);
+    assert.deepEqual(rejected, [], 'entries V8 rejected (a V8 flag changed at run time changes the key)');
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
