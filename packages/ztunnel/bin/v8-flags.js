@@ -10,12 +10,22 @@
 //    full GC for them (one stream: 14 → 2 mark-compacts per GiB, bench/tools/hbone-loop.ts).
 //  --heap-growing-percent=50: the old generation's next limit 1.5x its live size after each
 //    mark-compact instead of V8's 2-4x, as skua-proxy sets it (not allowed in NODE_OPTIONS).
+//  --enable-experimental-regexp-engine, --enable-experimental-regexp-engine-on-excessive-backtracks:
+//    the proxy's matchers/regex.ts (loaded with the policy code) turns them on when it loads. V8's
+//    code cache is keyed by the flags, so set at run time they made 35 of the entries
+//    warm-compile-cache.js wrote, main.ts's first, be rejected at a start and compiled again (another
+//    import order: NODE_DEBUG_NATIVE=COMPILE_CACHE). From V8's start they are the same for every module.
 // A flag given on the command line (or the semi-space size in NODE_OPTIONS) wins.
-const FLAGS = ['--max-semi-space-size=4', '--heap-growing-percent=50'];
+const FLAGS = [
+  '--max-semi-space-size=4', '--heap-growing-percent=50',
+  '--enable-experimental-regexp-engine', '--enable-experimental-regexp-engine-on-excessive-backtracks',
+];
 
 export function restartWithV8Flags() {
-  const given = (name) => process.execArgv.some((a) => a.startsWith(name)) || (process.env.NODE_OPTIONS ?? '').includes(name);
-  const missing = FLAGS.filter((f) => !given(f.slice(0, f.indexOf('='))));
+  // By exact name: --enable-experimental-regexp-engine is a prefix of the other regexp flag.
+  const named = (name) => (a) => a === name || a.startsWith(`${name}=`);
+  const given = (name) => process.execArgv.some(named(name)) || (process.env.NODE_OPTIONS ?? '').split(/\s+/).some(named(name));
+  const missing = FLAGS.filter((f) => !given(f.split('=')[0]));
   if (missing.length > 0 && typeof process.execve === 'function') {
     process.execve(process.execPath, [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)], process.env);
   }
