@@ -151,6 +151,15 @@ describe('metadata exchange encoding', () => {
     assert.equal(back.metadata.INTERCEPTION_MODE, undefined, 'only the exchanged subset is sent');
     assert.equal(peerFromHeader('id', local.header), peerFromHeader('id', local.header), 'decoded once, shared by identity');
     assert.equal(peerFromHeader('id', '!!!not base64 struct'), peerFromHeader('id', '!!!not base64 struct'));
+    // One value seen with two peer ids: a peer each, each keeping its id.
+    assert.equal(peerFromHeader('other-id', local.header)?.id, 'other-id');
+    assert.equal(peerFromHeader('id', local.header)?.id, 'id');
+    // Past the cache's bound (1,024) the oldest go, and every lookup still answers.
+    for (let i = 0; i < 1100; i++) {
+      const value = encodeStruct({ WORKLOAD_NAME: `w${i}` }).toString('base64');
+      assert.equal(peerFromHeader(`id${i % 3}`, value)?.workloadName, `w${i}`);
+    }
+    assert.equal(peerFromHeader('id', local.header)?.workloadName, 'productpage-v1');
     assert.deepEqual(exchangedSubset({ APP_CONTAINERS: ['a', 'b'], LABELS: { x: 'y', n: 3 } }), { APP_CONTAINERS: 'a,b', LABELS: { x: 'y' } });
   });
 });

@@ -20,6 +20,14 @@ describe('HCM path normalisation (RFC 3986, as normalize_path / merge_slashes / 
   for (const [input, opts, want] of cases) {
     test(`${input} → ${want}`, () => assert.deepEqual(normalizeRequestPath(input, opts), { kind: 'ok', path: want }));
   }
+  test('a path with no backslash, escape or dot segment comes back as it is (names with dots are not segments)', () => {
+    for (const path of ['/', '/a/b', '/.well-known/acme', '/a.b/c..d/...', '/x/.hidden/..dots', '/a/b/', '/api/v1/items?x=/./y']) {
+      assert.deepEqual(normalizeRequestPath(path, N), { kind: 'ok', path });
+    }
+    // A dot segment at the end, or followed by a slash, is one.
+    assert.deepEqual(normalizeRequestPath('/a/.', N), { kind: 'ok', path: '/a/' });
+    assert.deepEqual(normalizeRequestPath('/a/b/../', N), { kind: 'ok', path: '/a/' });
+  });
   test('a bad percent-escape or a path that is not origin-form is rejected', () => {
     assert.deepEqual(normalizeRequestPath('/a%zz', N), { kind: 'reject' });
     assert.deepEqual(normalizeRequestPath('a/b', N), { kind: 'reject' });

@@ -39,9 +39,14 @@ export function normalizeRequestPath(raw: string, n: PathNormalization): Normali
   return redirect ? { kind: 'redirect', path: out } : { kind: 'ok', path: out };
 }
 
+/** What canonicalPath changes: a backslash, a percent-escape, a `.` or `..` segment. */
+const NOT_CANONICAL = /[\\%]|\/\.\.?(?:\/|$)/;
+
 /** RFC 3986 section 6.2.2 normalisation of an origin-form path; undefined when it is not one. */
 function canonicalPath(path: string): string | undefined {
   if (!path.startsWith('/') && !path.startsWith('\\')) return undefined;
+  // Most paths have none of it: kept as they are, not rebuilt character by character.
+  if (!NOT_CANONICAL.test(path)) return path;
   let decoded = '';
   for (let i = 0; i < path.length; i++) {
     const c = path[i];

@@ -30,6 +30,20 @@ export interface PickContext {
   filterState?: FilterState;
 }
 
+/** Pool keys of ALPN override lists (config objects): built once per list, not joined per request. */
+const OVERRIDE_KINDS = new WeakMap<readonly string[], { readonly h1: string; readonly h2: string }>();
+
+function poolKind(http2: boolean, override: readonly string[] | undefined): string {
+  if (!override) return http2 ? 'h2' : 'h1';
+  let kinds = OVERRIDE_KINDS.get(override);
+  if (!kinds) {
+    const list = override.join(',');
+    kinds = { h1: `h1|${list}`, h2: `h2|${list}` };
+    OVERRIDE_KINDS.set(override, kinds);
+  }
+  return http2 ? kinds.h2 : kinds.h1;
+}
+
 /**
  * The runtime side of one ClusterConfig: host membership (static, DNS-refreshed or
  * on demand for ORIGINAL_DST), load balancing, and upstream connection pools.
@@ -245,7 +259,7 @@ export class Cluster {
    */
   httpPool(host: Host, http2: boolean, alpn?: readonly string[]): UpstreamDispatcher {
     const override = alpn && alpn.length && host.tls ? alpn : undefined;
-    const kind = override ? `${http2 ? 'h2' : 'h1'}|${override.join(',')}` : http2 ? 'h2' : 'h1';
+    const kind = poolKind(http2, override);
     let pools = host.pools;
     const existing = pools?.get(kind) as UpstreamDispatcher | undefined;
     if (existing) return existing;

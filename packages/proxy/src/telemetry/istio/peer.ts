@@ -106,12 +106,14 @@ export function localExchange(): LocalExchange {
  * decoded once. When full the oldest quarter goes (insertion order), as istio-proxy trims its cache.
  */
 const MAX_PEERS = 1024;
-const byHeader = new Map<string, PeerInfo | null>();
+/** By header value, then by peer id: no key is built per request (a value is ~0.5-1 KB of base64). */
+const byHeader = new Map<string, Map<string, PeerInfo | null>>();
+let cached = 0;
 
 /** Decodes x-envoy-peer-metadata (base64 Struct); null when it does not parse. */
 export function peerFromHeader(id: string, value: string): PeerInfo | null {
-  const key = id + '\n' + value;
-  const hit = byHeader.get(key);
+  let byId = byHeader.get(value);
+  const hit = byId?.get(id);
   if (hit !== undefined) return hit;
   let peer: PeerInfo | null;
   try {
@@ -119,10 +121,13 @@ export function peerFromHeader(id: string, value: string): PeerInfo | null {
   } catch {
     peer = null;
   }
-  if (byHeader.size >= MAX_PEERS) {
+  if (cached >= MAX_PEERS) {
     let drop = MAX_PEERS >> 2;
-    for (const k of byHeader.keys()) { byHeader.delete(k); if (--drop === 0) break; }
+    for (const [k, ids] of byHeader) { byHeader.delete(k); cached -= ids.size; drop -= ids.size; if (drop <= 0) break; }
+    byId = byHeader.get(value);
   }
-  byHeader.set(key, peer);
+  if (!byId) { byId = new Map(); byHeader.set(value, byId); }
+  byId.set(id, peer);
+  cached++;
   return peer;
 }
