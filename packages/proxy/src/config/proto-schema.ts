@@ -198,8 +198,8 @@ export class ProtoSchemas {
 
 /** Envoy's and xDS's packages on demand, and Skua's Istio protos (a few small files) up front. */
 export function envoySchemas(): ProtoSchemas {
-  const { deps, includes, ownFiles } = protoDirs();
-  const schemas = new ProtoSchemas(includes, [join(deps, 'envoy-api'), join(deps, 'xds')]);
+  const { includes, lazyRoots, ownFiles } = protoDirs();
+  const schemas = new ProtoSchemas(includes, lazyRoots);
   for (const f of ownFiles) schemas.load(f);
   return schemas;
 }

@@ -1,3 +1,5 @@
+import { EMPTY_LIST } from '../core/shared-values.ts';
+
 /**
  * The names several owners subscribe to (the SDS secrets named by each cluster and listener, the RDS
  * and ECDS names of each listener), kept as one union with a revision: the ADS client re-reads
@@ -28,7 +30,7 @@ export class NameUnion {
 
   /** The names `owner` uses. */
   of(owner: string): readonly string[] {
-    return this.byOwner.get(owner) ?? NONE;
+    return this.byOwner.get(owner) ?? EMPTY_LIST;
   }
 
   private use(name: string): void {
@@ -45,8 +47,6 @@ export class NameUnion {
     this.revision++;
   }
 }
-
-const NONE: readonly string[] = [];
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);

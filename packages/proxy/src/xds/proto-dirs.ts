@@ -32,8 +32,27 @@ export function protoFiles(root: string, rel: string, out: string[]): void {
   }
 }
 
-/** Where the .proto files are: Envoy's and xDS's (deps/), Skua's Istio ones, and the import roots. */
-export function protoDirs(): { deps: string; ownDir: string; includes: string[]; ownFiles: string[] } {
+export interface ProtoDirs {
+  readonly deps: string;
+  readonly ownDir: string;
+  /** Import roots, in resolution order. */
+  readonly includes: readonly string[];
+  /** Include roots whose package directories load on demand (Envoy's, xDS's). */
+  readonly lazyRoots: readonly string[];
+  readonly ownFiles: readonly string[];
+}
+
+let dirs: ProtoDirs | undefined;
+
+/**
+ * Where the .proto files are: Envoy's and xDS's (deps/), Skua's Istio ones, and the import roots.
+ * Found once: an ADS proxy asks twice (the bootstrap's field check, then the xDS decoders).
+ */
+export function protoDirs(): ProtoDirs {
+  return (dirs ??= findProtoDirs());
+}
+
+function findProtoDirs(): ProtoDirs {
   const deps = depsDir();
   const ownDir = join(dirname(fileURLToPath(import.meta.url)), 'proto');
   const pbjsDir = dirname(require.resolve('protobufjs/package.json'));
@@ -43,7 +62,7 @@ export function protoDirs(): { deps: string; ownDir: string; includes: string[];
   ];
   const ownFiles: string[] = [];
   protoFiles(ownDir, 'istio', ownFiles);
-  return { deps, ownDir, includes, ownFiles };
+  return { deps, ownDir, includes, lazyRoots: [join(deps, 'envoy-api'), join(deps, 'xds')], ownFiles };
 }
 
 /**

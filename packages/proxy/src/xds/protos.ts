@@ -43,13 +43,13 @@ let state: ProtoState | undefined;
 
 function protoState(): ProtoState {
   if (state) return state;
-  const { deps, ownFiles, includes } = protoDirs();
+  const { lazyRoots, ownFiles, includes } = protoDirs();
   const root = new protobuf.Root();
   root.resolvePath = resolverFor(includes);
   const canLoad = loadableCheck(root);
-  root.loadSync(ownFiles, { keepCase: true });
+  root.loadSync(ownFiles as string[], { keepCase: true });
   root.resolveAll();
-  state = { root, lazyRoots: [join(deps, 'envoy-api'), join(deps, 'xds')], canLoad, triedDirs: new Set(), owned: new WeakMap() };
+  state = { root, lazyRoots, canLoad, triedDirs: new Set(), owned: new WeakMap() };
   ownProtoStrings(root, state.owned);
   return state;
 }
