@@ -9,6 +9,7 @@ import { labelledFamily, type FamilyKind } from './stats/labelled.ts';
 import { secrets } from './tls/secrets.ts';
 import { WorkerFeed } from './worker-feed.ts';
 import { newSharedBreakerMemory, useSharedBreakers } from './upstream/shared-breakers.ts';
+import { newSharedOutlierMemory, useSharedOutlier } from './upstream/shared-outlier.ts';
 import { receivedUpdate } from './xds/follower-updates.ts';
 
 type HistogramData = { buckets: number[]; count: number; sum: number };
@@ -86,10 +87,13 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
   // Circuit breakers count across every thread, as Envoy's: one table, made before any cluster is.
   const breakers = newSharedBreakerMemory();
   useSharedBreakers(breakers, true);
+  // Outlier detection too: any thread ejects, every thread sees it, the main thread sweeps.
+  const outliers = newSharedOutlierMemory();
+  useSharedOutlier(outliers, true);
   for (let i = 1; i < args.concurrency; i++) {
     // Secrets live per thread: a worker starts with the main thread's and hears of every change.
     const initialSecrets = secrets.all().map((s) => [s.name, s.raw]);
-    const w = new Worker(new URL(import.meta.url), { workerData: { configPath: args.configPath, configYaml: args.configYaml, logLevel: args.logLevel, log: logSettings(), index: i, secrets: initialSecrets, breakers } });
+    const w = new Worker(new URL(import.meta.url), { workerData: { configPath: args.configPath, configYaml: args.configYaml, logLevel: args.logLevel, log: logSettings(), index: i, secrets: initialSecrets, breakers, outliers } });
     workers.push(w);
     await new Promise<void>((resolve, reject) => {
       w.once('message', (m: { ready?: boolean; error?: string }) => (m.ready ? resolve() : reject(new Error(m.error))));
@@ -106,8 +110,8 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
     return feed;
   });
   server.collectStats = async () => {
-    // Shared breaker counts change on every thread; the main thread's gauges publish them.
-    for (const c of server.clusters.all()) c.breakers.refreshGauges();
+    // Shared breaker counts and ejections change on every thread; the main thread's gauges publish them.
+    for (const c of server.clusters.all()) c.refreshSharedGauges();
     const merged = new StatsStore();
     addInto(merged, snapshot(server.stats));
     const snaps = await Promise.all(workers.map((w) => new Promise<StatsSnapshot>((resolve) => {
@@ -131,9 +135,10 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
 
 async function runWorker(): Promise<void> {
   const data = workerData as { configPath: string; configYaml: string; logLevel: string; log: LogSettings; index: number; secrets: Array<[string, Record<string, unknown>]>;
-    breakers: SharedArrayBuffer };
+    breakers: SharedArrayBuffer; outliers: SharedArrayBuffer };
   applyLogSettings(data.log);
   useSharedBreakers(data.breakers, false);
+  useSharedOutlier(data.outliers, false);
   try {
     for (const [name, raw] of data.secrets) secrets.update(name, raw);
     // The main thread validated field names already (and counts what --allow-unknown-static-fields let through).

@@ -27,6 +27,7 @@ export function clustersText(s: ProxyServer): string {
     const n = c.config.name;
     lines.push(`${n}::observability_name::${n}`);
     const od = c.outlier;
+    od?.sync();
     if (od) {
       lines.push(`${n}::outlier::success_rate_average::${num(od.externalNumbers.average)}`);
       lines.push(`${n}::outlier::success_rate_ejection_threshold::${num(od.externalNumbers.threshold)}`);
@@ -68,6 +69,7 @@ export function clustersJson(s: ProxyServer): unknown {
   return {
     cluster_statuses: [...s.clusters.all()].map((c) => {
       const od = c.outlier;
+      od?.sync();
       return {
         name: c.config.name,
         observability_name: c.config.name,

@@ -72,7 +72,7 @@ export class Cluster {
     // HIGH priority: published as stats only (no route selects HIGH yet, so nothing counts against it).
     publishIdleBreakers(config.limitsHigh, this.stats.scope, 'high', config.name);
     if (config.outlier) {
-      this.outlier = new OutlierDetector(config.outlier, new OutlierStats(this.stats.scope), { onChange: () => this.updateHealthyGauge() });
+      this.outlier = new OutlierDetector(config.outlier, new OutlierStats(this.stats.scope), { onChange: () => this.updateHealthyGauge(), cluster: config.name });
       this.outlier.start();
     }
     this.hostSet = new HostSet([], this.lbPolicy());
@@ -151,6 +151,13 @@ export class Cluster {
     return true;
   }
 
+  /** Gauges of state all threads share (circuit breakers, active ejections), published by the main thread before a scrape. */
+  refreshSharedGauges(): void {
+    this.breakers.refreshGauges();
+    this.outlier?.sync();
+    this.outlier?.publishActive();
+  }
+
   releaseRequest(): void {
     this.breakers.requests.dec();
   }
@@ -209,6 +216,8 @@ export class Cluster {
 
   pick(ctx: PickContext | undefined): Host | undefined {
     if (this.config.type === 'ORIGINAL_DST') return this.originalDstHost(ctx);
+    // Other threads' ejections and un-ejections (--concurrency N) before the balancer looks at health.
+    if (this.outlier !== undefined) this.outlier.sync();
     return this.hostSet.pick(ctx?.exclude, ctx?.hash, ctx?.attempt ?? 0);
   }
 

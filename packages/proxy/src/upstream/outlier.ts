@@ -1,13 +1,15 @@
 import type { Msg } from '../config/fields.ts';
 import type { Counter, Gauge, Scope } from '../stats/store.ts';
 import type { Host } from './host.ts';
+import { clusterCells, ClusterWord, hostCells, HostWord as W, sweepsOutliers, type OutlierCells } from './shared-outlier.ts';
 
 /**
  * Passive health checking with Envoy's semantics (Cluster.outlier_detection):
  * consecutive 5xx / gateway failure / local-origin failure ejections inline,
  * success-rate and failure-percentage ejections at the interval sweep, which
- * also returns hosts to service. Per-host state hangs off `Host.outlier`;
- * an ejection flips `Host.ejected`, which the load balancer sees on its next pick.
+ * also returns hosts to service. Per-host state lives in Int32 cells (shared-outlier.ts: shared by every
+ * thread with --concurrency N) reached through `Host.outlier`; an ejection flips `Host.ejected`, which the
+ * load balancer sees on its next pick (other threads' ejections at their next pick, via `sync`).
  */
 
 /** One compiled OutlierDetection (defaults as in Envoy's proto). */
@@ -141,36 +143,34 @@ export class OutlierStats {
 
 }
 
-/** Requests and successes in the current interval and the one before (the one the sweep judges). */
+/** The interval the sweep judged: its requests and successes, and the success rate shown by /clusters. */
 class SuccessRateBuckets {
-  total = 0;
-  success = 0;
   lastTotal = 0;
   lastSuccess = 0;
   /** The last sweep's success rate for /clusters (-1: not enough volume). */
   rate = -1;
-  swap(): void {
-    this.lastTotal = this.total;
-    this.lastSuccess = this.success;
-    this.total = 0;
-    this.success = 0;
+  swap(total: number, success: number): void {
+    this.lastTotal = total;
+    // A success counted between the two exchanges lands in the interval after its request.
+    this.lastSuccess = success < total ? success : total;
     this.rate = -1;
   }
 }
 
-/** Per-host outlier state (Envoy's DetectorHostMonitor). */
+/** Per-host outlier state (Envoy's DetectorHostMonitor): its cells, and what the last sweep judged. */
 export class HostOutlier {
-  consecutive5xx = 0;
-  consecutiveGateway = 0;
-  consecutiveLocal = 0;
-  numEjections = 0;
-  /** Multiplier of base_ejection_time; grows per ejection, shrinks while the host stays healthy. */
-  backoff = 0;
-  jitterMs = 0;
-  lastEjection = -1;
-  lastUnejection = -1;
+  readonly cells: Int32Array;
+  readonly at: number;
   readonly external = new SuccessRateBuckets();
   readonly local = new SuccessRateBuckets();
+  constructor(c: OutlierCells) { this.cells = c.cells; this.at = c.at; }
+  word(w: number): number { return Atomics.load(this.cells, this.at + w); }
+  get consecutive5xx(): number { return this.word(W.Consecutive5xx); }
+  get numEjections(): number { return this.word(W.NumEjections); }
+  /** Multiplier of base_ejection_time; grows per ejection, shrinks while the host stays healthy. */
+  get backoff(): number { return this.word(W.Backoff); }
+  get jitterMs(): number { return this.word(W.JitterMs); }
+  get ejected(): boolean { return this.word(W.Ejected) === 1; }
 }
 
 export interface DetectorOptions {
@@ -180,9 +180,21 @@ export interface DetectorOptions {
   readonly random?: () => number;
   /** Called after every ejection or un-ejection (membership gauges). */
   readonly onChange?: () => void;
+  /** The cluster's name: its state is shared with the other threads' detectors of that name (when they share). */
+  readonly cluster?: string;
 }
 
 export interface SuccessRateNumbers { readonly average: number; readonly threshold: number }
+
+/** Milliseconds every thread reads alike (performance.now() starts at each thread's own origin). */
+function processClock(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** `a - b` for times kept modulo 2^32. */
+function since(a: number, b: number): number {
+  return ((a | 0) - b) | 0;
+}
 
 /** One cluster's outlier detector. */
 export class OutlierDetector {
@@ -191,9 +203,15 @@ export class OutlierDetector {
   private readonly now: () => number;
   private readonly random: () => number;
   private readonly onChange: () => void;
+  private readonly name: string | undefined;
+  /** Generation and active ejections of the cluster. */
+  private readonly cc: Int32Array;
+  private readonly ca: number;
+  private readonly shared: boolean;
+  /** The cluster generation this thread's hosts' `ejected` flags reflect. */
+  private seen = 0;
   /** Every host of the cluster: the sweep walks them, max_ejection_percent counts them. */
   private hosts: readonly Host[] = [];
-  private ejectionsActive = 0;
   private timer: NodeJS.Timeout | undefined;
   /** Last sweep's success-rate mean and threshold (-1 when not computed), for /clusters. */
   externalNumbers: SuccessRateNumbers = { average: -1, threshold: -1 };
@@ -202,14 +220,23 @@ export class OutlierDetector {
   constructor(config: OutlierConfig, stats: OutlierStats, opts: DetectorOptions = {}) {
     this.config = config;
     this.stats = stats;
-    this.now = opts.now ?? performance.now.bind(performance);
+    this.now = opts.now ?? processClock;
     this.random = opts.random ?? Math.random;
     this.onChange = opts.onChange ?? noop;
+    this.name = opts.cluster;
+    const c = clusterCells(opts.cluster);
+    this.cc = c.cells;
+    this.ca = c.at;
+    this.shared = c.shared;
+    this.seen = Atomics.load(this.cc, this.ca + ClusterWord.Generation);
   }
 
-  /** Arms the interval sweep (unref'd). */
+  /** Whether this thread sweeps and publishes ejections_active: always alone, only the main thread when shared. */
+  private get sweeps(): boolean { return !this.shared || sweepsOutliers(); }
+
+  /** Arms the interval sweep (unref'd) on the thread that sweeps. */
   start(): void {
-    if (!this.timer) this.timer = setInterval(sweepNow, this.config.intervalMs, this).unref();
+    if (!this.timer && this.sweeps) this.timer = setInterval(sweepNow, this.config.intervalMs, this).unref();
   }
 
   stop(): void {
@@ -217,21 +244,60 @@ export class OutlierDetector {
     this.timer = undefined;
   }
 
-  /** The cluster's current hosts; hosts no longer present stop counting as ejected. */
-  setHosts(hosts: readonly Host[]): void {
-    const keep = new Set(hosts);
-    for (const h of this.hosts) {
-      if (!keep.has(h) && h.ejected) { h.ejected = false; this.ejectionsActive--; }
-    }
-    this.hosts = hosts;
-    this.stats.active.set(this.ejectionsActive);
+  private state(h: Host): HostOutlier {
+    return h.outlier ?? (h.outlier = new HostOutlier(hostCells(this.name, h.hostPort)));
   }
 
-  get ejectedCount(): number { return this.ejectionsActive; }
+  /**
+   * The cluster's current hosts. The sweeping thread (the first to apply an update) gives hosts that
+   * left while ejected back their place among the active ejections, and new hosts fresh counters.
+   */
+  setHosts(hosts: readonly Host[]): void {
+    if (this.sweeps) {
+      const keep = new Set(hosts);
+      for (const h of this.hosts) {
+        if (!keep.has(h) && this.state(h).ejected) this.release(h, this.state(h));
+      }
+      const had = new Set(this.hosts);
+      for (const h of hosts) {
+        if (had.has(h) || !this.shared) continue;
+        // An entry kept from an earlier host of that address: its counts are not this host's.
+        const s = this.state(h);
+        s.cells.fill(0, s.at, s.at + W.Ejected);
+      }
+      this.publishActive();
+    }
+    this.hosts = hosts;
+    this.seen = -1;
+    this.sync();
+  }
+
+  get ejectedCount(): number { return Atomics.load(this.cc, this.ca + ClusterWord.Active); }
+
+  /**
+   * Brings this thread's hosts' `ejected` flags up to the cluster's shared state: called before each
+   * pick, it costs one atomic load unless another thread ejected or un-ejected a host since.
+   */
+  sync(): void {
+    const g = Atomics.load(this.cc, this.ca + ClusterWord.Generation);
+    if (g === this.seen) return;
+    this.seen = g;
+    let changed = false;
+    for (const h of this.hosts) {
+      const e = this.state(h).ejected;
+      if (h.ejected !== e) { h.ejected = e; changed = true; }
+    }
+    if (changed) this.onChange();
+  }
+
+  /** ejections_active from the shared count (the sweeping thread publishes it; merged stats add threads up). */
+  publishActive(): void {
+    if (this.sweeps) this.stats.active.set(this.ejectedCount);
+  }
 
   /** One attempt's outcome (see UpstreamResult). */
   record(host: Host, result: UpstreamResultCode): void {
-    const s = host.outlier ?? (host.outlier = new HostOutlier());
+    const s = this.state(host);
     if (result > 0) {
       // A response head means the connection was fine: in split mode that is a local-origin success.
       if (this.config.splitExternalLocalOriginErrors) this.localSuccess(s);
@@ -249,40 +315,41 @@ export class OutlierDetector {
     this.localFailure(host, s);
   }
 
+  // Counts are added atomically: of the threads whose errors reach a threshold together, exactly one sees it.
   private httpCode(host: Host, s: HostOutlier, code: number): void {
-    const c = this.config;
-    s.external.total++;
+    const c = this.config, cells = s.cells, at = s.at;
+    Atomics.add(cells, at + W.ExternalTotal, 1);
     if (code >= 500 && code < 600) {
       if (code >= 502 && code <= 504) {
-        if (++s.consecutiveGateway === c.consecutiveGatewayFailure) this.consecutive(host, s, Type.Gateway);
-      } else s.consecutiveGateway = 0;
-      if (++s.consecutive5xx === c.consecutive5xx) this.consecutive(host, s, Type.C5xx);
+        if (Atomics.add(cells, at + W.ConsecutiveGateway, 1) + 1 === c.consecutiveGatewayFailure) this.consecutive(host, s, Type.Gateway);
+      } else Atomics.store(cells, at + W.ConsecutiveGateway, 0);
+      if (Atomics.add(cells, at + W.Consecutive5xx, 1) + 1 === c.consecutive5xx) this.consecutive(host, s, Type.C5xx);
     } else {
-      s.external.success++;
-      s.consecutive5xx = 0;
-      s.consecutiveGateway = 0;
+      Atomics.add(cells, at + W.ExternalSuccess, 1);
+      Atomics.store(cells, at + W.Consecutive5xx, 0);
+      Atomics.store(cells, at + W.ConsecutiveGateway, 0);
     }
   }
 
   private localSuccess(s: HostOutlier): void {
-    s.local.total++;
-    s.local.success++;
-    s.consecutiveLocal = 0;
+    Atomics.add(s.cells, s.at + W.LocalTotal, 1);
+    Atomics.add(s.cells, s.at + W.LocalSuccess, 1);
+    Atomics.store(s.cells, s.at + W.ConsecutiveLocal, 0);
   }
 
   private localFailure(host: Host, s: HostOutlier): void {
-    s.local.total++;
-    if (++s.consecutiveLocal === this.config.consecutiveLocalOriginFailure) this.consecutive(host, s, Type.LocalOrigin);
+    Atomics.add(s.cells, s.at + W.LocalTotal, 1);
+    if (Atomics.add(s.cells, s.at + W.ConsecutiveLocal, 1) + 1 === this.config.consecutiveLocalOriginFailure) this.consecutive(host, s, Type.LocalOrigin);
   }
 
   /** A consecutive-error threshold was reached. An ejected host keeps its count (Envoy ignores the event). */
   private consecutive(host: Host, s: HostOutlier, type: EjectionType): void {
-    if (host.ejected || !this.hosts.includes(host)) return;
+    if (s.ejected || !this.hosts.includes(host)) return;
     this.stats.detected[type].inc();
     this.eject(host, s, type);
-    if (type === Type.C5xx) { this.stats.consecutive5xx.inc(); s.consecutive5xx = 0; }
-    else if (type === Type.Gateway) s.consecutiveGateway = 0;
-    else s.consecutiveLocal = 0;
+    const w = type === Type.C5xx ? W.Consecutive5xx : type === Type.Gateway ? W.ConsecutiveGateway : W.ConsecutiveLocal;
+    if (type === Type.C5xx) this.stats.consecutive5xx.inc();
+    Atomics.store(s.cells, s.at + w, 0);
   }
 
   private enforcing(type: EjectionType): number {
@@ -298,41 +365,61 @@ export class OutlierDetector {
     }
   }
 
+  /** Whether one more ejection fits max_ejection_percent (always_eject_one_host lets the first one through). */
+  private allowed(active: number): boolean {
+    const c = this.config;
+    return (100 * (active + 1)) / this.hosts.length <= c.maxEjectionPercent || (c.alwaysEjectOneHost && active === 0);
+  }
+
   /**
-   * Ejects unless that would take the ejected share above max_ejection_percent
-   * (always_eject_one_host lets the first one through regardless), and only with
-   * the type's enforcing_* probability.
+   * Ejects unless that would take the ejected share above max_ejection_percent, and only with the
+   * type's enforcing_* probability. The host's flag and the cluster's count are claimed with
+   * compare-and-swap, so two threads never eject one host twice nor together pass the cap.
    */
   private eject(host: Host, s: HostOutlier, type: EjectionType): void {
-    const c = this.config;
-    const total = this.hosts.length;
-    const allowed = (100 * (this.ejectionsActive + 1)) / total <= c.maxEjectionPercent || (c.alwaysEjectOneHost && this.ejectionsActive === 0);
-    if (!allowed) { this.stats.overflow.inc(); return; }
+    const c = this.config, cc = this.cc, active = this.ca + ClusterWord.Active;
+    if (!this.allowed(Atomics.load(cc, active))) { this.stats.overflow.inc(); return; }
     if (type === Type.C5xx || type === Type.SuccessRate) this.stats.total.inc();
     const pct = this.enforcing(type);
     if (pct <= 0 || (pct < 100 && this.random() * 100 >= pct)) return;
-    this.ejectionsActive++;
-    this.stats.active.set(this.ejectionsActive);
+    const cells = s.cells, at = s.at;
+    if (Atomics.compareExchange(cells, at + W.Ejected, 0, 1) !== 0) return;
+    for (;;) {
+      const n = Atomics.load(cc, active);
+      if (!this.allowed(n)) { Atomics.store(cells, at + W.Ejected, 0); this.stats.overflow.inc(); return; }
+      if (Atomics.compareExchange(cc, active, n, n + 1) === n) break;
+    }
     this.stats.enforcedTotal.inc();
     this.stats.enforced[type].inc();
-    s.numEjections++;
-    s.lastEjection = this.now();
-    s.jitterMs = c.maxEjectionTimeJitterMs > 0 ? Math.floor(this.random() * (c.maxEjectionTimeJitterMs + 1)) : 0;
-    if (s.backoff * c.baseEjectionTimeMs < c.maxEjectionTimeMs + c.baseEjectionTimeMs) s.backoff++;
-    host.ejected = true;
+    Atomics.add(cells, at + W.NumEjections, 1);
+    Atomics.store(cells, at + W.LastEjection, this.now() | 0);
+    Atomics.store(cells, at + W.JitterMs, c.maxEjectionTimeJitterMs > 0 ? Math.floor(this.random() * (c.maxEjectionTimeJitterMs + 1)) : 0);
+    const backoff = Atomics.load(cells, at + W.Backoff);
+    if (backoff * c.baseEjectionTimeMs < c.maxEjectionTimeMs + c.baseEjectionTimeMs) Atomics.store(cells, at + W.Backoff, backoff + 1);
+    this.changed(host, true);
+  }
+
+  /** The host is no longer ejected, and no longer counts among the active ejections. */
+  private release(host: Host, s: HostOutlier): boolean {
+    if (Atomics.compareExchange(s.cells, s.at + W.Ejected, 1, 0) !== 1) return false;
+    Atomics.sub(this.cc, this.ca + ClusterWord.Active, 1);
+    this.changed(host, false);
+    return true;
+  }
+
+  private changed(host: Host, ejected: boolean): void {
+    Atomics.add(this.cc, this.ca + ClusterWord.Generation, 1);
+    host.ejected = ejected;
+    this.publishActive();
     this.onChange();
   }
 
   private uneject(host: Host, s: HostOutlier, now: number): void {
-    this.ejectionsActive--;
-    this.stats.active.set(this.ejectionsActive);
-    host.ejected = false;
     // Fresh counters, so a host close to a threshold is not re-ejected on its first error.
-    s.consecutive5xx = 0;
-    s.consecutiveGateway = 0;
-    s.consecutiveLocal = 0;
-    s.lastUnejection = now;
-    this.onChange();
+    s.cells.fill(0, s.at + W.Consecutive5xx, s.at + W.ConsecutiveLocal + 1);
+    Atomics.store(s.cells, s.at + W.LastUnejection, now | 0);
+    Atomics.store(s.cells, s.at + W.Unejected, 1);
+    this.release(host, s);
   }
 
   /** The ejection time a host serves now: base × backoff, capped at max, plus its jitter. */
@@ -342,20 +429,25 @@ export class OutlierDetector {
 
   /** The interval sweep: un-eject served time, judge the last interval's success rates, decay backoff. */
   sweep(): void {
+    this.sync();
     const now = this.now();
     const hosts = this.hosts;
     for (let i = 0; i < hosts.length; i++) {
       const h = hosts[i];
-      const s = h.outlier ?? (h.outlier = new HostOutlier());
-      if (h.ejected && now - s.lastEjection >= this.ejectionTimeMs(s)) this.uneject(h, s, now);
-      s.external.swap();
-      s.local.swap();
+      const s = this.state(h);
+      if (s.ejected && since(now, s.word(W.LastEjection)) >= this.ejectionTimeMs(s)) this.uneject(h, s, now);
+      const c = s.cells, at = s.at;
+      s.external.swap(Atomics.exchange(c, at + W.ExternalTotal, 0), Atomics.exchange(c, at + W.ExternalSuccess, 0));
+      s.local.swap(Atomics.exchange(c, at + W.LocalTotal, 0), Atomics.exchange(c, at + W.LocalSuccess, 0));
     }
     this.externalNumbers = this.successRateEjections(false);
     this.localNumbers = this.successRateEjections(true);
     for (let i = 0; i < hosts.length; i++) {
-      const s = hosts[i].outlier as HostOutlier;
-      if (!hosts[i].ejected && s.lastUnejection >= 0 && now - s.lastUnejection >= this.config.intervalMs && s.backoff > 0) s.backoff--;
+      const s = this.state(hosts[i]);
+      const backoff = s.backoff;
+      if (!s.ejected && s.word(W.Unejected) === 1 && since(now, s.word(W.LastUnejection)) >= this.config.intervalMs && backoff > 0) {
+        Atomics.store(s.cells, s.at + W.Backoff, backoff - 1);
+      }
     }
   }
 
