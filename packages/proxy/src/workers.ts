@@ -51,18 +51,25 @@ function snapshot(store: StatsStore): StatsSnapshot {
   };
 }
 
-/** Adds values into stats got (or made) by `at`: the store's own maps or a scope's. */
-function addValues(at: Pick<StatsStore, 'counter' | 'gauge' | 'histogram'>, v: StatsValues): void {
+/**
+ * Gauges of what every thread holds alike (clusters, their hosts, listeners, limits): the main thread's
+ * value is the process's, where adding up N threads' copies would show N times the hosts. The other
+ * gauges (active connections and requests) count each thread's own and add up.
+ */
+const SAME_ON_EVERY_THREAD = /(^|\.)(membership_(total|healthy|degraded|excluded)|max_host_weight|lb_subsets_active|version|(active|warming)_clusters|total_listeners_(active|warming|draining))$|^overload\./;
+
+/** Adds values into stats got (or made) by `at`: the store's own maps or a scope's. A worker's gauges of shared state are left out. */
+function addValues(at: Pick<StatsStore, 'counter' | 'gauge' | 'histogram'>, v: StatsValues, worker: boolean): void {
   for (const [k, n] of v.counters) at.counter(k).value += n;
-  for (const [k, n] of v.gauges) at.gauge(k).value += n;
+  for (const [k, n] of v.gauges) if (!worker || !SAME_ON_EVERY_THREAD.test(k)) at.gauge(k).value += n;
   for (const [k, d] of v.histograms) {
     at.histogram(k).add(d.buckets, d.count, d.sum);
   }
 }
 
-function addInto(store: StatsStore, s: StatsSnapshot): void {
-  addValues(store, s);
-  for (const g of s.groups) addValues(new Scope(store, g.prefix, g.base, g.tags), g.stats);
+function addInto(store: StatsStore, s: StatsSnapshot, worker: boolean): void {
+  addValues(store, s, worker);
+  for (const g of s.groups) addValues(new Scope(store, g.prefix, g.base, g.tags), g.stats, worker);
   for (const f of s.families) {
     const fam = labelledFamily(store, f.namespace, f.name, f.kind);
     for (const se of f.series) {
@@ -113,13 +120,13 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
     // Shared breaker counts and ejections change on every thread; the main thread's gauges publish them.
     for (const c of server.clusters.all()) c.refreshSharedGauges();
     const merged = new StatsStore();
-    addInto(merged, snapshot(server.stats));
+    addInto(merged, snapshot(server.stats), false);
     const snaps = await Promise.all(workers.map((w) => new Promise<StatsSnapshot>((resolve) => {
       const onStats = (m: { stats?: StatsSnapshot }): void => { if (m?.stats) { w.off('message', onStats); resolve(m.stats); } };
       w.on('message', onStats);
       w.postMessage('stats');
     })));
-    for (const s of snaps) addInto(merged, s);
+    for (const s of snaps) addInto(merged, s, true);
     return merged;
   };
   // Only the main thread talks to the control plane; workers apply the same updates, in order.

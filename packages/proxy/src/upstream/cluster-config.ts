@@ -3,7 +3,7 @@ import { readAddress, type SocketAddress } from '../config/address.ts';
 import { compileUpstreamTls, UPSTREAM_TLS, type UpstreamTls } from '../tls/context.ts';
 import { compileLocalityLbOptions, type LocalityLbOptions } from './locality.ts';
 import { compileHashLbConfig, type HashLbConfig } from './lb-hash.ts';
-import { compileOutlierDetection, type OutlierConfig } from './outlier.ts';
+import { compileOutlierDetection, type OutlierConfig } from './outlier-config.ts';
 import { readUpstreamBind } from './bind-config.ts';
 import { readUpstreamMetadataExchange } from './cluster-filters.ts';
 import { sameLimits } from './config-sharing.ts';
