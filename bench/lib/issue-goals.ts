@@ -59,12 +59,15 @@ export function issueGoals(results: readonly StoredResult[]): GoalRow[] {
   });
 
   const l7 = by('l7');
-  const [skuaL7, nginxL7] = [row(l7, (r) => r.target === 'skua'), row(l7, (r) => r.target === 'nginx')];
+  const [skuaL7, nginxL7, relayL7] = [row(l7, (r) => r.target === 'skua'), row(l7, (r) => r.target === 'nginx'), row(l7, (r) => r.target === 'node-relay')];
   const l7Ratio = skuaL7 && nginxL7 ? skuaL7.metrics.rps / nginxL7.metrics.rps : undefined;
+  // The floor of any Node proxy: the bare relay (no HTTP work) in the same run.
+  const relayRatio = relayL7 && nginxL7 ? relayL7.metrics.rps / nginxL7.metrics.rps : undefined;
   out.push({
     what: 'L7 HTTP/1.1 req/s, one worker', scenario: 'l7',
     skua: skuaL7 ? `${f(skuaL7.metrics.rps, 0)} req/s = ${f(l7Ratio, 2)}× nginx, ${f(skuaL7.metrics.cpuUsPerReq)} CPU µs/req` : '–',
-    anchor: nginxL7 ? `nginx ${f(nginxL7.metrics.rps, 0)} req/s, ${f(nginxL7.metrics.cpuUsPerReq)} CPU µs/req` : '–', goal: '≥ 1.0× nginx', status: status(l7Ratio === undefined ? undefined : l7Ratio >= 1),
+    anchor: (nginxL7 ? `nginx ${f(nginxL7.metrics.rps, 0)} req/s, ${f(nginxL7.metrics.cpuUsPerReq)} CPU µs/req` : '–')
+      + (relayL7 ? `; bare Node relay (no HTTP) ${f(relayRatio, 2)}× nginx, ${f(relayL7.metrics.cpuUsPerReq)} CPU µs/req` : ''), goal: '≥ 1.0× nginx', status: status(l7Ratio === undefined ? undefined : l7Ratio >= 1),
   });
 
   const xds = by('xds');

@@ -25,6 +25,8 @@ export interface PreparedTarget {
   label: string;
   /** Where the load generator connects. */
   port: number;
+  /** Where the target forwards to. */
+  upstreamPort?: number;
   /** Envoy admin port (skua only). */
   adminPort?: number;
   /** The configuration text exactly as the target reads it (none for direct). */
@@ -41,6 +43,7 @@ export function targetLabel(target: TargetName, kind: ProxyKind): string {
     case 'direct': return 'direct';
     case 'nginx': return kind === 'http' ? 'nginx' : 'nginx (stream)';
     case 'haproxy': return kind === 'http' ? 'haproxy (http)' : 'haproxy (tcp)';
+    case 'node-relay': return 'bare Node relay (no HTTP)';
     case 'skua': return 'skua-proxy';
   }
 }
@@ -77,11 +80,15 @@ function configText(t: PreparedTarget, dir: string, upstreamPort: number): strin
       const admin = t.adminPort ?? 0;
       return http ? httpProxyBootstrap(admin, t.port, upstreamPort) : tcpProxyBootstrap(admin, t.port, upstreamPort);
     }
+    case 'node-relay': return `node ${NODE_RELAY} ${t.port} ${upstreamPort}\n`;
     case 'direct': return '';
   }
 }
 
-const CONFIG_EXT: Record<TargetName, string> = { direct: '', nginx: 'conf', haproxy: 'cfg', skua: 'yaml' };
+/** bench/lib/node-relay.ts, relative to the repository root (the floor of a Node proxy). */
+const NODE_RELAY = 'bench/lib/node-relay.ts';
+
+const CONFIG_EXT: Record<TargetName, string> = { direct: '', nginx: 'conf', haproxy: 'cfg', 'node-relay': 'txt', skua: 'yaml' };
 
 /** Choose ports and write the target's configuration under `dir`. */
 export async function prepareTarget(
@@ -89,7 +96,7 @@ export async function prepareTarget(
 ): Promise<PreparedTarget> {
   const label = targetLabel(target, kind);
   if (target === 'direct') return { target, kind, label, port: upstreamPort };
-  const t: PreparedTarget = { target, kind, label, port: await freePort() };
+  const t: PreparedTarget = { target, kind, label, port: await freePort(), upstreamPort };
   if (target === 'skua') t.adminPort = await freePort();
   t.config = configText(t, dir, upstreamPort);
   t.configFile = path.join(dir, `${target}-${kind}.${CONFIG_EXT[target]}`);
@@ -124,6 +131,10 @@ export async function launchTarget(t: PreparedTarget, skuaMain: string, skuaEnv?
     case 'direct': return t;
     case 'nginx': return { ...t, proc: await startNginxFile(name, file, t.port) };
     case 'haproxy': return { ...t, proc: await listening(startProcess(name, systemBinary('haproxy'), ['-db', '-f', file]), t.port) };
+    case 'node-relay': {
+      const args = [NODE_RELAY, String(t.port), String(t.upstreamPort)];
+      return { ...t, proc: await listening(startProcess(name, process.execPath, args, { cwd: REPO_ROOT }), t.port) };
+    }
     case 'skua': return { ...t, proc: await launchSkua(t, file, skuaMain, skuaEnv) };
   }
 }

@@ -2,11 +2,11 @@
 import type { SkuaBuild } from './builds.ts';
 
 export type Scenario = 'idle' | 'l7' | 'l4' | 'micro' | 'routes' | 'xds' | 'xds-scale' | 'mtls' | 'sidecar-pair';
-export type TargetName = 'direct' | 'nginx' | 'haproxy' | 'skua';
+export type TargetName = 'direct' | 'nginx' | 'haproxy' | 'node-relay' | 'skua';
 
 /** In the order a full run (`./dev bench`, `--only all`) takes them: quick ones first. */
 export const ALL_SCENARIOS: readonly Scenario[] = ['idle', 'l7', 'l4', 'mtls', 'sidecar-pair', 'routes', 'xds', 'micro', 'xds-scale'];
-export const ALL_TARGETS: readonly TargetName[] = ['direct', 'nginx', 'haproxy', 'skua'];
+export const ALL_TARGETS: readonly TargetName[] = ['direct', 'nginx', 'haproxy', 'node-relay', 'skua'];
 
 export interface Options {
   /** Seconds of measured wrk load per L7 target. */
