@@ -54,6 +54,26 @@ describe('overload manager', { timeout: 90_000 }, () => {
     assert.equal(again.outcome, 'served', 'a slot freed by a closed connection is not reused');
   });
 
+  test('--concurrency 2: the cap counts the connections of both worker threads, as Envoy\'s counts the process\'s', async (t) => {
+    const proxy = await startProxy((p) => ({ ...simpleHttp(p('http'), backend.port), overload_manager: { resource_monitors: [CONNECTIONS_MONITOR] } }),
+      { ports: ['http'], args: ['--concurrency', '2'] });
+    t.after(() => proxy.stop({ allowExited: true }));
+    const port = proxy.ports.http;
+    const open: Socket[] = [];
+    t.after(() => { for (const s of open) s.destroy(); });
+    // The kernel spreads new connections over both threads (SO_REUSEPORT): per-thread caps would serve up to 6.
+    const outcomes: string[] = [];
+    for (let i = 0; i < 10; i++) outcomes.push((await tryRequest(port, open)).outcome);
+    assert.deepEqual(outcomes, ['served', 'served', 'served', ...Array<string>(7).fill('closed')]);
+    assert.equal(await proxy.stat(`listener.127.0.0.1_${port}.downstream_global_cx_overflow`), 7);
+    assert.equal(await proxy.stat(`listener.127.0.0.1_${port}.downstream_cx_active`), 3);
+    assert.equal(await proxy.stat('overload.envoy.resource_monitors.global_downstream_max_connections.max'), 3, 'the limit once, not once per thread');
+    open.shift()!.destroy();
+    let again: Awaited<ReturnType<typeof tryRequest>> = { outcome: 'closed' };
+    for (let i = 0; i < 40 && again.outcome === 'closed'; i++) { await sleep(50); again = await tryRequest(port, open); }
+    assert.equal(again.outcome, 'served', 'a slot freed on either thread is usable again');
+  });
+
   test('the runtime key overload.global_downstream_max_connections is a cap too; the monitor wins over it', () => {
     const base = simpleHttp(1, 2);
     const runtime = { layered_runtime: { layers: [{ name: 'static', static_layer: { 'overload.global_downstream_max_connections': 7 } }] } };

@@ -10,6 +10,7 @@ import { secrets } from './tls/secrets.ts';
 import { WorkerFeed } from './worker-feed.ts';
 import { newSharedBreakerMemory, useSharedBreakers } from './upstream/shared-breakers.ts';
 import { newSharedOutlierMemory, useSharedOutlier } from './upstream/shared-outlier.ts';
+import { newSharedConnectionCount, useSharedConnectionCount } from './core/overload.ts';
 import { receivedUpdate } from './xds/follower-updates.ts';
 
 type HistogramData = { buckets: number[]; count: number; sum: number };
@@ -97,10 +98,13 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
   // Outlier detection too: any thread ejects, every thread sees it, the main thread sweeps.
   const outliers = newSharedOutlierMemory();
   useSharedOutlier(outliers, true);
+  // And global_downstream_max_connections caps the process's connections, not each thread's.
+  const connections = newSharedConnectionCount();
+  useSharedConnectionCount(connections);
   for (let i = 1; i < args.concurrency; i++) {
     // Secrets live per thread: a worker starts with the main thread's and hears of every change.
     const initialSecrets = secrets.all().map((s) => [s.name, s.raw]);
-    const w = new Worker(new URL(import.meta.url), { workerData: { configPath: args.configPath, configYaml: args.configYaml, logLevel: args.logLevel, log: logSettings(), index: i, secrets: initialSecrets, breakers, outliers } });
+    const w = new Worker(new URL(import.meta.url), { workerData: { configPath: args.configPath, configYaml: args.configYaml, logLevel: args.logLevel, log: logSettings(), index: i, secrets: initialSecrets, breakers, outliers, connections } });
     workers.push(w);
     await new Promise<void>((resolve, reject) => {
       w.once('message', (m: { ready?: boolean; error?: string }) => (m.ready ? resolve() : reject(new Error(m.error))));
@@ -142,10 +146,11 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
 
 async function runWorker(): Promise<void> {
   const data = workerData as { configPath: string; configYaml: string; logLevel: string; log: LogSettings; index: number; secrets: Array<[string, Record<string, unknown>]>;
-    breakers: SharedArrayBuffer; outliers: SharedArrayBuffer };
+    breakers: SharedArrayBuffer; outliers: SharedArrayBuffer; connections: SharedArrayBuffer };
   applyLogSettings(data.log);
   useSharedBreakers(data.breakers, false);
   useSharedOutlier(data.outliers, false);
+  useSharedConnectionCount(data.connections);
   try {
     for (const [name, raw] of data.secrets) secrets.update(name, raw);
     // The main thread validated field names already (and counts what --allow-unknown-static-fields let through).

@@ -1,5 +1,6 @@
 /**
- * Envoy's overload manager for one thread: counts downstream connections against the global cap,
+ * Envoy's overload manager for one thread: counts downstream connections against the global cap
+ * (across every thread with --concurrency N),
  * samples heap pressure on a coarse timer, and publishes which actions are active as plain
  * booleans the data path reads (no call, no lookup). Stats use Envoy's names:
  * `overload.<monitor>.pressure`, `overload.<action>.active`.
@@ -22,6 +23,36 @@ export const overloadState = {
   accepted: 0,
   maxConnections: Number.MAX_SAFE_INTEGER,
 };
+
+/**
+ * --concurrency N: the process's downstream connections, which every thread counts, so that
+ * global_downstream_max_connections caps the process as Envoy's does, not each thread.
+ */
+let sharedConnections: Int32Array | undefined;
+
+export function newSharedConnectionCount(): SharedArrayBuffer {
+  return new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
+}
+
+export function useSharedConnectionCount(memory: SharedArrayBuffer): void {
+  sharedConnections = new Int32Array(memory);
+}
+
+/** Takes a place under global_downstream_max_connections for one accepted socket; false at the cap. */
+export function admitDownstream(): boolean {
+  const shared = sharedConnections;
+  if (shared) {
+    if (Atomics.add(shared, 0, 1) >= overloadState.maxConnections) { Atomics.sub(shared, 0, 1); return false; }
+  } else if (overloadState.connections >= overloadState.maxConnections) return false;
+  overloadState.connections++;
+  return true;
+}
+
+/** An admitted downstream socket closed (or was turned away after all). */
+export function releaseDownstream(): void {
+  overloadState.connections--;
+  if (sharedConnections) Atomics.sub(sharedConnections, 0, 1);
+}
 
 /** Reads the heap in use: V8's heap plus memory held outside it (Buffers). Replaceable in tests. */
 export type HeapSampler = () => number;

@@ -16,7 +16,7 @@ import { registerInternalListener, unregisterInternalListener, type InternalAcce
 import type { InternalSocket } from './internal-socket.ts';
 import { restoreInternalAddresses, type RestoredAddresses } from './internal-dst.ts';
 import { DrainManager } from '../core/drain.ts';
-import { overloadState } from '../core/overload.ts';
+import { admitDownstream, overloadState, releaseDownstream } from '../core/overload.ts';
 import { canonicalIp } from '../core/canonical-ip.ts';
 
 const log = logger('connection');
@@ -142,9 +142,8 @@ export class ActiveListener {
   accept(socket: Socket): void {
     const stats = this.stats;
     // The overload manager's checks come first: a refused connection costs nothing more.
-    if (overloadState.connections >= overloadState.maxConnections) { stats.globalCxOverflow.inc(); socket.destroy(); return; }
-    if (overloadState.stopAcceptingConnections) { stats.overloadReject.inc(); socket.destroy(); return; }
-    overloadState.connections++;
+    if (!admitDownstream()) { stats.globalCxOverflow.inc(); socket.destroy(); return; }
+    if (overloadState.stopAcceptingConnections) { releaseDownstream(); stats.overloadReject.inc(); socket.destroy(); return; }
     overloadState.accepted++;
     socket.once('close', connectionClosed);
     stats.cxTotal.inc();
@@ -334,7 +333,7 @@ const NO_SANS: readonly string[] = [];
 
 /** One downstream socket closed (module-level: no closure per connection). */
 function connectionClosed(): void {
-  overloadState.connections--;
+  releaseDownstream();
 }
 
 /**
