@@ -10,7 +10,7 @@ import { secrets } from './tls/secrets.ts';
 import { WorkerFeed } from './worker-feed.ts';
 import { newSharedBreakerMemory, useSharedBreakers } from './upstream/shared-breakers.ts';
 import { newSharedOutlierMemory, useSharedOutlier } from './upstream/shared-outlier.ts';
-import { newSharedConnectionCount, useSharedConnectionCount } from './core/overload.ts';
+import { newSharedConnectionCount, newSharedHeapSlots, useSharedConnectionCount, useSharedHeapSlots } from './core/overload.ts';
 import { receivedUpdate } from './xds/follower-updates.ts';
 
 type HistogramData = { buckets: number[]; count: number; sum: number };
@@ -101,10 +101,13 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
   // And global_downstream_max_connections caps the process's connections, not each thread's.
   const connections = newSharedConnectionCount();
   useSharedConnectionCount(connections);
+  // And fixed_heap judges the process's heap: each thread's V8 heap is its own.
+  const heaps = newSharedHeapSlots(args.concurrency);
+  useSharedHeapSlots(heaps, 0);
   for (let i = 1; i < args.concurrency; i++) {
     // Secrets live per thread: a worker starts with the main thread's and hears of every change.
     const initialSecrets = secrets.all().map((s) => [s.name, s.raw]);
-    const w = new Worker(new URL(import.meta.url), { workerData: { configPath: args.configPath, configYaml: args.configYaml, logLevel: args.logLevel, log: logSettings(), index: i, secrets: initialSecrets, breakers, outliers, connections } });
+    const w = new Worker(new URL(import.meta.url), { workerData: { configPath: args.configPath, configYaml: args.configYaml, logLevel: args.logLevel, log: logSettings(), index: i, secrets: initialSecrets, breakers, outliers, connections, heaps } });
     workers.push(w);
     await new Promise<void>((resolve, reject) => {
       w.once('message', (m: { ready?: boolean; error?: string }) => (m.ready ? resolve() : reject(new Error(m.error))));
@@ -146,11 +149,12 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
 
 async function runWorker(): Promise<void> {
   const data = workerData as { configPath: string; configYaml: string; logLevel: string; log: LogSettings; index: number; secrets: Array<[string, Record<string, unknown>]>;
-    breakers: SharedArrayBuffer; outliers: SharedArrayBuffer; connections: SharedArrayBuffer };
+    breakers: SharedArrayBuffer; outliers: SharedArrayBuffer; connections: SharedArrayBuffer; heaps: SharedArrayBuffer };
   applyLogSettings(data.log);
   useSharedBreakers(data.breakers, false);
   useSharedOutlier(data.outliers, false);
   useSharedConnectionCount(data.connections);
+  useSharedHeapSlots(data.heaps, data.index);
   try {
     for (const [name, raw] of data.secrets) secrets.update(name, raw);
     // The main thread validated field names already (and counts what --allow-unknown-static-fields let through).

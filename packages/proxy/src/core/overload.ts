@@ -54,6 +54,33 @@ export function releaseDownstream(): void {
   if (sharedConnections) Atomics.sub(sharedConnections, 0, 1);
 }
 
+/**
+ * --concurrency N: each thread's last heap sample (KiB) in its own slot, so that fixed_heap judges the
+ * process's heap, as Envoy's does (process.memoryUsage() sees only the calling thread's V8 heap).
+ */
+let heapSlots: Int32Array | undefined;
+let heapSlot = 0;
+
+export function newSharedHeapSlots(threads: number): SharedArrayBuffer {
+  return new SharedArrayBuffer(threads * Int32Array.BYTES_PER_ELEMENT);
+}
+
+/** `index`: this thread's slot (the main thread 0, worker i slot i). */
+export function useSharedHeapSlots(memory: SharedArrayBuffer, index: number): void {
+  heapSlots = new Int32Array(memory);
+  heapSlot = index;
+}
+
+/** This thread's heap in use (bytes) plus the other threads' last samples; publishes this thread's. */
+function processHeap(own: number): number {
+  const slots = heapSlots;
+  if (!slots) return own;
+  Atomics.store(slots, heapSlot, Math.min(Math.floor(own / 1024), 0x7fffffff));
+  let othersKb = 0;
+  for (let i = 0; i < slots.length; i++) if (i !== heapSlot) othersKb += Atomics.load(slots, i);
+  return own + othersKb * 1024;
+}
+
 /** Reads the heap in use: V8's heap plus memory held outside it (Buffers). Replaceable in tests. */
 export type HeapSampler = () => number;
 const sampleHeap: HeapSampler = () => { const m = process.memoryUsage(); return m.heapUsed + m.external; };
@@ -94,7 +121,7 @@ export class OverloadManager {
 
   /** Samples the heap and sets the actions' states (also called by tests to skip the wait). */
   refresh(): void {
-    const pressure = this.sample() / this.config.maxHeapBytes;
+    const pressure = processHeap(this.sample()) / this.config.maxHeapBytes;
     this.pressure?.set(Math.floor(pressure * 100));
     const on = new Set<string>();
     for (const a of this.active) if (pressure >= a.threshold) on.add(a.name);
