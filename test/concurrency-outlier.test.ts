@@ -3,7 +3,8 @@
 // of every worker's balancing at once. Requests on new connections, which the kernel spreads over both
 // workers (SO_REUSEPORT): with per-worker detection the third 503 would not eject (it takes three on
 // one worker), and the other worker would go on sending to the failing host. Gauges of state every
-// thread holds alike (membership, active clusters) show the process's value, not one per thread added up.
+// thread holds alike (membership, active clusters) show the process's value, not one per thread added up;
+// /clusters' per-host counters add both threads' requests.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
@@ -16,12 +17,12 @@ import { bootstrap, chain, cluster, hcm, listener, routeTo, vhost } from './lib/
 const CONSECUTIVE_5XX = 3;
 
 describe('--concurrency 2: shared outlier detection', { timeout: 60_000 }, () => {
-  let good: Backend, bad: Server, badHits = 0, proxy: RunningProxy, base: string;
+  let good: Backend, bad: Server, badPort = 0, badHits = 0, proxy: RunningProxy, base: string;
   before(async () => {
     good = await startHttpBackend();
     bad = createServer((_req, res) => { badHits++; res.writeHead(503, { 'content-length': '0' }).end(); });
     await new Promise<void>((resolve) => bad.listen(0, '127.0.0.1', resolve));
-    const badPort = (bad.address() as AddressInfo).port;
+    badPort = (bad.address() as AddressInfo).port;
     proxy = await startProxy((p) => bootstrap(
       [listener(p('http'), [chain(hcm([vhost([routeTo('od')], ['od.test'])], { statPrefix: 'od' }))])],
       [{ ...cluster('od', [good.port, badPort]), outlier_detection: {
@@ -57,5 +58,11 @@ describe('--concurrency 2: shared outlier detection', { timeout: 60_000 }, () =>
     assert.equal(await proxy.stat('cluster_manager.active_clusters'), 1);
     const clusters = (await proxy.admin('/clusters')).body;
     assert.match(clusters, /od::127\.0\.0\.1:\d+::health_flags::\/failed_outlier_check/);
+    // Per-host counters are the process's: both threads' requests add up.
+    const rqTotal = [...clusters.matchAll(/^od::127\.0\.0\.1:(\d+)::rq_total::(\d+)$/gm)].map((m): [number, number] => [Number(m[1]), Number(m[2])]);
+    assert.deepEqual(new Map(rqTotal), new Map([[good.port, i - hitsAtEjection], [badPort, hitsAtEjection]]), `sent ${i}`);
+    const json = JSON.parse((await proxy.admin('/clusters?format=json')).body) as { cluster_statuses: Array<{ name: string; host_statuses: Array<{ address: { socket_address: { port_value: number } }; stats: Array<{ name: string; value: string }> }> }> };
+    const goodStats = json.cluster_statuses.find((c) => c.name === 'od')!.host_statuses.find((h) => h.address.socket_address.port_value === good.port)!.stats;
+    assert.equal(goodStats.find((x) => x.name === 'rq_success')?.value, String(i - hitsAtEjection));
   });
 });

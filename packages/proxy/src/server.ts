@@ -7,6 +7,7 @@ import type { DynamicConfig, ExtraTypeSink } from './xds/dynamic-config.ts';
 import type { AdsClient } from './xds/ads-client.ts';
 import type { XdsUpdate } from './xds/types.ts';
 import { startAdmin } from './admin/server.ts';
+import type { HostCounts } from './admin/clusters.ts';
 import { log } from './core/log.ts';
 import { setLocalNode } from './core/node.ts';
 import { setInternalBufferSize } from './listener/internal.ts';
@@ -71,6 +72,8 @@ export class ProxyServer {
   private exiting: Promise<never> | undefined;
   /** Stats for admin: this thread's store, or all workers' merged (set by startWorkers). */
   collectStats: () => Promise<StatsStore> = () => Promise.resolve(this.stats);
+  /** The worker threads' per-host counters for /clusters (set by startWorkers; none with one thread). */
+  collectHostCounts: () => Promise<HostCounts | undefined> = () => Promise.resolve(undefined);
   private admin: Server | undefined;
   /**
    * Set by startWorkers: hands each xDS update (as the main thread applied it) to the worker threads;

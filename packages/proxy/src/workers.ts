@@ -12,6 +12,7 @@ import { newSharedBreakerMemory, useSharedBreakers } from './upstream/shared-bre
 import { newSharedOutlierMemory, useSharedOutlier } from './upstream/shared-outlier.ts';
 import { newSharedConnectionCount, newSharedHeapSlots, useSharedConnectionCount, useSharedHeapSlots } from './core/overload.ts';
 import { receivedUpdate } from './xds/follower-updates.ts';
+import { addCounts, hostCounts } from './admin/clusters.ts';
 
 type HistogramData = { buckets: number[]; count: number; sum: number };
 interface StatsValues {
@@ -85,6 +86,17 @@ function addInto(store: StatsStore, s: StatsSnapshot, worker: boolean): void {
   }
 }
 
+/** Asks every worker `what` ('stats' or 'hosts') and waits for each one's answer, the message field of that name. */
+function askWorkers<T>(workers: readonly Worker[], what: 'stats' | 'hosts'): Promise<T[]> {
+  return Promise.all(workers.map((w) => new Promise<T>((resolve) => {
+    const onReply = (m: unknown): void => {
+      if (typeof m === 'object' && m !== null && what in m) { w.off('message', onReply); resolve((m as Record<string, T>)[what]); }
+    };
+    w.on('message', onReply);
+    w.postMessage(what);
+  })));
+}
+
 /**
  * --concurrency N: the main thread serves as worker 0 and owns admin; N-1
  * worker_threads run the same listeners with SO_REUSEPORT, so the kernel
@@ -128,13 +140,13 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
     for (const c of server.clusters.all()) c.refreshSharedGauges();
     const merged = new StatsStore();
     addInto(merged, snapshot(server.stats), false);
-    const snaps = await Promise.all(workers.map((w) => new Promise<StatsSnapshot>((resolve) => {
-      const onStats = (m: { stats?: StatsSnapshot }): void => { if (m?.stats) { w.off('message', onStats); resolve(m.stats); } };
-      w.on('message', onStats);
-      w.postMessage('stats');
-    })));
-    for (const s of snaps) addInto(merged, s, true);
+    for (const s of await askWorkers<StatsSnapshot>(workers, 'stats')) addInto(merged, s, true);
     return merged;
+  };
+  server.collectHostCounts = async () => {
+    const sums = new Map<string, number[]>();
+    for (const counts of await askWorkers<Array<[string, number[]]>>(workers, 'hosts')) addCounts(sums, counts);
+    return sums;
   };
   // Only the main thread talks to the control plane; workers apply the same updates, in order.
   server.onXdsUpdate = (update) => Promise.all(feeds.map((f) => f.send({ xds: update }))).then(() => undefined);
@@ -168,6 +180,7 @@ async function runWorker(): Promise<void> {
       | { drainListeners: ListenerDrain };
     parentPort!.on('message', (m: Message) => {
       if (m === 'stats') parentPort!.postMessage({ stats: snapshot(server.stats) });
+      else if (m === 'hosts') parentPort!.postMessage({ hosts: hostCounts(server) });
       else if (typeof m === 'object' && 'drainListeners' in m) {
         const d = m.drainListeners;
         server.drainListeners(d.inboundOnly, d.graceful, d.ms, d.strategy);

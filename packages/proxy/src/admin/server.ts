@@ -23,7 +23,10 @@ const ROUTES: Record<string, Handler> = {
   '/ready': (s) => (s.state === 'LIVE' ? text('LIVE\n') : text(`${s.state}\n`, 503)),
   '/server_info': (s) => json(s.serverInfo()),
   '/config_dump': (s, q) => json(configDump(s, q.get('resource') ?? undefined, q.has('include_eds'))),
-  '/clusters': (s, q) => (q.get('format') === 'json' ? json(clustersJson(s)) : text(clustersText(s))),
+  '/clusters': async (s, q) => {
+    const others = await s.collectHostCounts();
+    return q.get('format') === 'json' ? json(clustersJson(s, others)) : text(clustersText(s, others));
+  },
   '/listeners': (s, q) => (q.get('format') === 'json'
     ? json({ listener_statuses: s.listenerStatuses().map((l) => ({ name: l.name, local_address: { socket_address: { address: l.address, port_value: l.port } } })) })
     : text(s.listenerStatuses().map((l) => `${l.name}::${l.address}:${l.port}`).join('\n') + '\n')),
