@@ -86,6 +86,29 @@ function addInto(store: StatsStore, s: StatsSnapshot, worker: boolean): void {
   }
 }
 
+/**
+ * What every thread of the process counts together, as Envoy keeps it once per process: circuit
+ * breakers, outlier detection, the downstream connection cap and the fixed_heap monitor's heap.
+ */
+interface SharedState {
+  readonly breakers: SharedArrayBuffer;
+  readonly outliers: SharedArrayBuffer;
+  readonly connections: SharedArrayBuffer;
+  readonly heaps: SharedArrayBuffer;
+}
+
+function newSharedState(threads: number): SharedState {
+  return { breakers: newSharedBreakerMemory(), outliers: newSharedOutlierMemory(), connections: newSharedConnectionCount(), heaps: newSharedHeapSlots(threads) };
+}
+
+/** Thread `index` (0: the main thread, which publishes the shared gauges and sweeps outliers) uses `s`. */
+function useSharedState(s: SharedState, index: number): void {
+  useSharedBreakers(s.breakers, index === 0);
+  useSharedOutlier(s.outliers, index === 0);
+  useSharedConnectionCount(s.connections);
+  useSharedHeapSlots(s.heaps, index);
+}
+
 /** Asks every worker `what` ('stats' or 'hosts') and waits for each one's answer, the message field of that name. */
 function askWorkers<T>(workers: readonly Worker[], what: 'stats' | 'hosts'): Promise<T[]> {
   return Promise.all(workers.map((w) => new Promise<T>((resolve) => {
@@ -104,22 +127,13 @@ function askWorkers<T>(workers: readonly Worker[], what: 'stats' | 'hosts'): Pro
  */
 export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promise<void> {
   const workers: Worker[] = [];
-  // Circuit breakers count across every thread, as Envoy's: one table, made before any cluster is.
-  const breakers = newSharedBreakerMemory();
-  useSharedBreakers(breakers, true);
-  // Outlier detection too: any thread ejects, every thread sees it, the main thread sweeps.
-  const outliers = newSharedOutlierMemory();
-  useSharedOutlier(outliers, true);
-  // And global_downstream_max_connections caps the process's connections, not each thread's.
-  const connections = newSharedConnectionCount();
-  useSharedConnectionCount(connections);
-  // And fixed_heap judges the process's heap: each thread's V8 heap is its own.
-  const heaps = newSharedHeapSlots(args.concurrency);
-  useSharedHeapSlots(heaps, 0);
+  // State Envoy keeps once per process, made before any cluster or listener is.
+  const shared = newSharedState(args.concurrency);
+  useSharedState(shared, 0);
   for (let i = 1; i < args.concurrency; i++) {
     // Secrets live per thread: a worker starts with the main thread's and hears of every change.
     const initialSecrets = secrets.all().map((s) => [s.name, s.raw]);
-    const w = new Worker(new URL(import.meta.url), { workerData: { configPath: args.configPath, configYaml: args.configYaml, logLevel: args.logLevel, log: logSettings(), index: i, secrets: initialSecrets, breakers, outliers, connections, heaps } });
+    const w = new Worker(new URL(import.meta.url), { workerData: { configPath: args.configPath, configYaml: args.configYaml, logLevel: args.logLevel, log: logSettings(), index: i, secrets: initialSecrets, shared } });
     workers.push(w);
     await new Promise<void>((resolve, reject) => {
       w.once('message', (m: { ready?: boolean; error?: string }) => (m.ready ? resolve() : reject(new Error(m.error))));
@@ -161,12 +175,9 @@ export async function startWorkers(server: ProxyServer, args: ProxyArgs): Promis
 
 async function runWorker(): Promise<void> {
   const data = workerData as { configPath: string; configYaml: string; logLevel: string; log: LogSettings; index: number; secrets: Array<[string, Record<string, unknown>]>;
-    breakers: SharedArrayBuffer; outliers: SharedArrayBuffer; connections: SharedArrayBuffer; heaps: SharedArrayBuffer };
+    shared: SharedState };
   applyLogSettings(data.log);
-  useSharedBreakers(data.breakers, false);
-  useSharedOutlier(data.outliers, false);
-  useSharedConnectionCount(data.connections);
-  useSharedHeapSlots(data.heaps, data.index);
+  useSharedState(data.shared, data.index);
   try {
     for (const [name, raw] of data.secrets) secrets.update(name, raw);
     // The main thread validated field names already (and counts what --allow-unknown-static-fields let through).

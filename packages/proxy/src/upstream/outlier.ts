@@ -184,9 +184,9 @@ export class OutlierDetector {
       for (const h of this.hosts) {
         if (!keep.has(h)) this.release(h, this.state(h));
       }
-      const had = new Set(this.hosts);
+      const had = this.shared ? new Set(this.hosts) : undefined;
       for (const h of hosts) {
-        if (had.has(h) || !this.shared) continue;
+        if (had === undefined || had.has(h)) continue;
         // An entry kept from an earlier host of that address: its counts are not this host's.
         const s = this.state(h);
         s.cells.fill(0, s.at, s.at + W.Ejected);
@@ -194,7 +194,7 @@ export class OutlierDetector {
       this.publishActive();
     }
     this.hosts = hosts;
-    this.seen = -1;
+    this.seen = NaN; // no generation equals it: the next sync walks the new hosts
     this.sync();
   }
 
@@ -333,7 +333,9 @@ export class OutlierDetector {
   }
 
   private changed(host: Host, ejected: boolean): void {
-    Atomics.add(this.cc, this.ca + ClusterWord.Generation, 1);
+    // This thread's flags stay current through its own change: sync() walks the hosts only when another
+    // thread changed one since (the generation moved by more than this change).
+    if (Atomics.add(this.cc, this.ca + ClusterWord.Generation, 1) === this.seen) this.seen++;
     host.ejected = ejected;
     this.publishActive();
     this.onChange();
