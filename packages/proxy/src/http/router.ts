@@ -1,6 +1,6 @@
+import { randomRequestId } from '../core/request-id.ts';
 import { applyXfcc, type XfccConfig } from './xfcc.ts';
 import { normalizeRequestPath, type PathNormalization } from './path-normalize.ts';
-import { randomUUID } from 'node:crypto';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { HOP_BY_HOP, type Exchange, type Headers } from './exchange.ts';
 import type { ForwardAction, RedirectAction, Route, RouteTable, VirtualHost } from './route-config.ts';
@@ -273,7 +273,7 @@ function upstreamHeaders(ex: Exchange, s: RouterSettings, rec: RequestRecord, vh
   if (s.useRemoteAddress || h['x-forwarded-proto'] === undefined) h['x-forwarded-proto'] = s.schemeOverwrite || ex.scheme;
   let rid = h['x-request-id'] as string | undefined;
   if ((rid === undefined || (s.useRemoteAddress && !s.preserveExternalRequestId)) && s.generateRequestId) {
-    rid = randomUUID();
+    rid = randomRequestId();
     h['x-request-id'] = rid;
   }
   rec.requestId = rid ?? '';

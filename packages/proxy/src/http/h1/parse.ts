@@ -98,20 +98,29 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
   let keepAlive = false, connectionUpgrade = false, te: string | undefined;
   let pos = eol + 2;
   while (pos < n) {
-    eol = lineEnd(text, pos, n);
-    if (eol < 0) return 'bad-request';
     if (++head.headerCount > maxHeaders) return 'too-many-headers';
-    // Name: tchars up to the colon (no whitespace before it, no obs-fold).
+    // Name: tchars up to the colon (no whitespace before it, no obs-fold; CR and LF are not tchars).
     // The kinds of the name's characters, OR-ed: 2 = upper case, 4 = underscore.
     let i = pos, kinds = 0;
-    for (; i < eol; i++) {
+    for (; i < n; i++) {
       const c = text.charCodeAt(i);
       if (c === COLON) break;
       const t = c < 128 ? TCHAR[c] : 0;
       if (t === 0) return 'bad-request';
       kinds |= t;
     }
-    if (i === pos || i === eol) return 'bad-request';
+    if (i === pos || i === n) return 'bad-request';
+    // Value: up to the line's CRLF (or the head's end), no control characters but HTAB, no bare CR
+    // or LF. The line's end is found by this same scan: no separate search per line.
+    let ve = i + 1;
+    for (; ve < n; ve++) {
+      const c = text.charCodeAt(ve);
+      if (c >= SP) { if (c === 127) return 'invalid-characters'; continue; }
+      if (c === HTAB) continue;
+      if (c === CR && text.charCodeAt(ve + 1) === LF) break;
+      return 'invalid-characters';
+    }
+    eol = ve;
     const upper = (kinds & 2) !== 0;
     if ((kinds & 4) !== 0 && underscores !== 0 && isRequest) {
       if (underscores === 1) return 'underscore';
@@ -119,12 +128,8 @@ export function parseHeadText(text: string, n: number, isRequest: boolean, maxHe
       continue;
     }
     const name = knownName(text, pos, i) ?? (upper ? lowerName(text.slice(pos, i)) : text.slice(pos, i));
-    // Value: OWS-trimmed, no control characters but HTAB.
-    let vs = i + 1, ve = eol;
-    for (let j = vs; j < ve; j++) {
-      const c = text.charCodeAt(j);
-      if ((c < SP && c !== HTAB) || c === 127) return 'invalid-characters';
-    }
+    // OWS-trimmed.
+    let vs = i + 1;
     while (vs < ve && (text.charCodeAt(vs) === SP || text.charCodeAt(vs) === HTAB)) vs++;
     while (ve > vs && (text.charCodeAt(ve - 1) === SP || text.charCodeAt(ve - 1) === HTAB)) ve--;
     const value = text.slice(vs, ve);
