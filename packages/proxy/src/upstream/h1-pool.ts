@@ -2,7 +2,7 @@ import { connect as netConnect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
-import { ChunkedDecoder, headEnd, headWindow, parseHeadText, type Head, type Headers } from '../http/h1/parse.ts';
+import { ChunkedDecoder, headEnd, parseHeadAt, type Head, type Headers } from '../http/h1/parse.ts';
 import { requestHead } from '../http/h1/wire.ts';
 import { batchedWrite } from '../http/h1/write-batch.ts';
 import type { UpstreamTls } from '../tls/context.ts';
@@ -377,7 +377,7 @@ class H1ClientConnection implements UpstreamConnectionInfo {
         const at = headEnd(this.buf, MAX_HEAD_BYTES);
         if (at < 0) { if (this.buf.length >= MAX_HEAD_BYTES) this.fail(upstreamError('HPE_HEADER_OVERFLOW', 'upstream response head too large')); return; }
         const end = at + 4;
-        const head = parseHeadText(headWindow(this.buf, at), at, false, 1000);
+        const head = parseHeadAt(this.buf, at, false, 1000);
         if (typeof head === 'string') { this.fail(upstreamError('HPE_INVALID_HEADER', `invalid upstream response (${head})`)); return; }
         this.buf = this.buf.subarray(end);
         if (head.status < 200) continue; // 100 Continue and friends end here; the final response follows.

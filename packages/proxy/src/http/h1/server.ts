@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { STATUS_CODES } from '../../core/node-http.ts';
-import { emptyHead, headEnd, headWindow, parseHeadText, serializeHeaders, type Head, type HeadError, type Headers, type UnderscoreAction } from './parse.ts';
+import { emptyHead, headEnd, parseHeadAt, serializeHeaders, type Head, type HeadError, type Headers, type UnderscoreAction } from './parse.ts';
 import { readIntoShared, readIntoStream } from './shared-read.ts';
 import { copyOf, H1Exchange } from './h1-exchange.ts';
 import { leadingEmptyLines, partialHeadError } from './head-guard.ts';
@@ -182,7 +182,7 @@ export class H1Connection {
     const at = headEnd(buf, max);
     if (at < 0) return this.partialHead(buf, max);
     if (this.scanned > 0 || this.headTimer !== undefined) this.headComplete();
-    const head = parseHeadText(headWindow(buf, at), at, true, this.host.maxHeaders, this.host.underscores);
+    const head = parseHeadAt(buf, at, true, this.host.maxHeaders, this.host.underscores);
     if (typeof head === 'string') return this.fail(HEAD_ERRORS[head]);
     const t = head.target;
     // Absolute-form (what `curl -x` sends) is routed by its path and authority, as Envoy does.

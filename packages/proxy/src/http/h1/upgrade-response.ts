@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { ChunkedDecoder, headEnd, headWindow, parseHeadText, serializeHeaders, type Head } from './parse.ts';
+import { ChunkedDecoder, headEnd, parseHeadAt, serializeHeaders, type Head } from './parse.ts';
 import { STATUS_CODES } from '../../core/node-http.ts';
 import { endAndLinger } from './linger.ts';
 
@@ -34,7 +34,7 @@ export function awaitUpgradeAnswer(upstream: Socket, answer: UpgradeAnswer): () 
     while (!settled) {
       const at = headEnd(buf, MAX_HEAD);
       if (at < 0) { if (buf.length >= MAX_HEAD) { stop(); answer.failed('protocol_error'); } return; }
-      const head = parseHeadText(headWindow(buf, at), at, false, 200);
+      const head = parseHeadAt(buf, at, false, 200);
       if (typeof head === 'string') { stop(); answer.failed('protocol_error'); return; }
       const raw = buf.subarray(0, at + 4);
       buf = buf.subarray(at + 4);
