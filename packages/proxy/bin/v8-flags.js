@@ -20,14 +20,14 @@
 // every start (NODE_DEBUG_NATIVE=COMPILE_CACHE; 20 with only the regexp flags still set at run time;
 // none with all four here).
 // A flag given on the command line wins.
-const FLAGS = [
+export const V8_FLAGS = [
   '--concurrent-marking-max-worker-num=1', '--heap-growing-percent=50',
   '--enable-experimental-regexp-engine', '--enable-experimental-regexp-engine-on-excessive-backtracks',
 ];
 
 export function startWithV8Flags() {
   const given = (name) => process.execArgv.some((a) => a === name || a.startsWith(`${name}=`));
-  const missing = FLAGS.filter((f) => !given(f.split('=')[0]));
+  const missing = V8_FLAGS.filter((f) => !given(f.split('=')[0]));
   if (missing.length === 0 || typeof process.execve !== 'function') return;
   process.execve(process.execPath, [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)], process.env);
 }
