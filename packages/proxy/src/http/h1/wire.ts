@@ -1,4 +1,5 @@
 import { STATUS_CODES } from '../../core/node-http.ts';
+import { serializeHeaders } from './parse.ts';
 
 /**
  * HTTP/1.1 heads as one string of concatenated pieces (a rope), copied into the message's
@@ -29,28 +30,9 @@ function put(s: string, out: Buffer, pos: number): number {
   return pos + n;
 }
 
-function valueText(v: string | number): string {
-  return typeof v === 'string' ? v : String(v);
-}
-
-/** `name: value\r\n` lines for every defined header, as one (rope) string. */
-function headerLines(h: WireHeaders): string {
-  let out = '';
-  for (const k in h) {
-    const v = h[k];
-    if (v === undefined) continue;
-    if (typeof v === 'object') { for (let i = 0; i < v.length; i++) out += k + ': ' + valueText(v[i]) + '\r\n'; }
-    else out += k + ': ' + valueText(v) + '\r\n';
-  }
-  return out;
-}
-
 /** `METHOD path HTTP/1.1`, the headers, `extra` (pre-formatted lines) and the blank line. */
 export function requestHead(method: string, path: string, h: WireHeaders, extra: string): Buffer {
-  const text = method + ' ' + path + ' HTTP/1.1\r\n' + headerLines(h) + extra + '\r\n';
-  const out = Buffer.allocUnsafe(text.length);
-  out.write(text, 0, 'latin1');
-  return out;
+  return Buffer.from(method + ' ' + path + ' HTTP/1.1\r\n' + serializeHeaders(h) + extra + '\r\n', 'latin1');
 }
 
 /**
@@ -58,7 +40,7 @@ export function requestHead(method: string, path: string, h: WireHeaders, extra:
  * and `suffix` (chunk framing) in the same Buffer.
  */
 export function responseMessage(status: number, h: WireHeaders, extra: string, prefix: string, body: Buffer | undefined, suffix: string): Buffer {
-  const text = statusLine(status) + headerLines(h) + extra + '\r\n' + prefix;
+  const text = statusLine(status) + serializeHeaders(h) + extra + '\r\n' + prefix;
   const bodyLen = body ? body.length : 0;
   const out = Buffer.allocUnsafe(text.length + bodyLen + suffix.length);
   let pos = out.write(text, 0, 'latin1');
