@@ -111,6 +111,22 @@ export function killAllSync(): void {
   live.clear();
 }
 
+/**
+ * A tool's entry point: every process it started is stopped when it ends, fails or is interrupted.
+ * Resolves when `main` is done (exitCode 1 if it threw).
+ */
+export async function runTool(main: () => Promise<void>): Promise<void> {
+  process.on('exit', killAllSync);
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => { void stopAll().then(() => process.exit(130)); });
+  try {
+    await main();
+  } catch (err) {
+    console.error((err as Error).stack ?? String(err));
+    await stopAll();
+    process.exitCode = 1;
+  }
+}
+
 /** Run a command to completion, killing it if it outlives `timeoutMs`. */
 export async function runToCompletion(
   name: string, cmd: string, args: string[], timeoutMs: number, opts: StartOptions = {},

@@ -15,15 +15,13 @@
  * busy machine disturbs them alike.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { nginxBackendConf } from '../lib/peer-configs.ts';
-import { killAllSync, stopAll, stopProcess } from '../lib/procs.ts';
-import { freePort } from '../lib/net.ts';
-import { launchTarget, prepareTarget, startNginx, stopTarget } from '../lib/targets.ts';
-import { extractRef, shippedNodeOptions, warmCompileCaches } from '../lib/builds.ts';
+import { runTool } from '../lib/procs.ts';
+import { startRefRig, stopRefRig } from '../lib/ref-rig.ts';
+import { launchTarget, prepareTarget, stopTarget } from '../lib/targets.ts';
+import { shippedNodeOptions } from '../lib/builds.ts';
 import { runWrk } from '../lib/wrk.ts';
 
 const TICKS_PER_S = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
@@ -84,11 +82,8 @@ async function main(): Promise<void> {
   const refs = values.ref?.length ? values.ref : ['WORKTREE'];
   const o = { seconds: Number(values.seconds), warmup: Number(values.warmup), connections: Number(values.connections) };
   const rounds = Number(values.rounds);
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'skua-cpu-'));
-  const mains = new Map(refs.map((r) => [r, extractRef(r, tmp)]));
-  warmCompileCaches(refs.map((r) => ({ name: r, main: mains.get(r) ?? '' })), path.join(tmp, 'compile-cache'), (m) => console.log(m));
-  const backendPort = await freePort();
-  const backend = await startNginx('backend', tmp, nginxBackendConf(tmp, backendPort), backendPort);
+  const rig = await startRefRig(refs, 'skua-cpu-');
+  const { tmp, mains, backendPort } = rig;
   const samples: Sample[] = [];
   console.log(`load average at start: ${readFileSync('/proc/loadavg', 'latin1').trim()}`);
   console.log(`wrk -t1 -c${o.connections} -d${o.seconds}s (warm-up ${o.warmup}s); µs of skua CPU per request`);
@@ -105,8 +100,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    await stopProcess(backend);
-    rmSync(tmp, { recursive: true, force: true });
+    await stopRefRig(rig);
   }
   console.log(`median over ${rounds} round(s):`);
   for (const ref of refs) {
@@ -117,10 +111,4 @@ async function main(): Promise<void> {
   console.log(`load average at end: ${readFileSync('/proc/loadavg', 'latin1').trim()}`);
 }
 
-process.on('exit', killAllSync);
-for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => { void stopAll().then(() => process.exit(130)); });
-main().catch(async (err: unknown) => {
-  console.error((err as Error).message);
-  await stopAll();
-  process.exit(1);
-});
+void runTool(main);

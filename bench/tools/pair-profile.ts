@@ -25,7 +25,7 @@ import { TokenAuthority } from '../../packages/controlplane/src/ca/token.ts';
 import { ensureFortio, runFortio } from '../lib/fortio.ts';
 import { freePort, HOST, httpGet } from '../lib/net.ts';
 import { makePairCerts, nginxFixedBodyConf, nginxPairClientConf, nginxPairServerConf } from '../lib/nginx-pair.ts';
-import { killAllSync, stopAll, stopProcess, type Proc } from '../lib/procs.ts';
+import { runTool, stopProcess, type Proc } from '../lib/procs.ts';
 import { treeCpuMs } from '../lib/proc-stats.ts';
 import { startSkuaPair } from '../lib/skua-pair.ts';
 import { DEFAULT_SKUA_MAIN, REPO_ROOT, startNginx } from '../lib/targets.ts';
@@ -126,7 +126,4 @@ async function main(): Promise<void> {
   console.log(`profiles in ${out}: ${readdirSync(out).join(' ') || '(none)'}`);
 }
 
-process.on('exit', killAllSync);
-for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => { void stopAll().then(() => process.exit(130)); });
-main().catch(async (err: unknown) => { console.error((err as Error).stack); await stopAll(); process.exitCode = 1; })
-  .finally(() => rmSync(tmp, { recursive: true, force: true }));
+void runTool(main).finally(() => rmSync(tmp, { recursive: true, force: true }));
